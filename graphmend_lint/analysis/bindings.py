@@ -1,0 +1,115 @@
+"""How a file imports torch: resolve local names to qualified names, and spell them back."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` -> "a.b.c" for Name/Attribute chains, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    name = dotted(node)
+    assert name is not None
+    return name
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _module_name(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.aliases[alias.asname.name.value] = full
+            else:
+                # `import torch.nn` binds `torch`
+                top = full.split(".")[0]
+                self.aliases[top] = top
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        base = _module_name(node.module)
+        for alias in node.names:
+            name = _module_name(alias.name)
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.aliases[local] = f"{base}.{name}"
+
+
+@dataclass
+class Bindings:
+    """Local name -> qualified name for every import in the file (all scopes merged)."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, module: cst.Module) -> "Bindings":
+        collector = _ImportCollector()
+        module.visit(collector)
+        return cls(collector.aliases)
+
+    def qualify(self, node: cst.BaseExpression) -> str | None:
+        """Qualified name of a Name/Attribute chain through the file's imports.
+
+        `th.where` -> "torch.where" after `import torch as th`; `F.relu` ->
+        "torch.nn.functional.relu" after `import torch.nn.functional as F`.
+        Names not bound by an import resolve to None.
+        """
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def qualify_call(self, call: cst.Call) -> str | None:
+        return self.qualify(call.func)
+
+    def torch_name(self) -> str | None:
+        """The local name bound to the `torch` module itself, if any (`torch`, `th`)."""
+        if self.aliases.get("torch") == "torch":
+            return "torch"
+        for local, target in sorted(self.aliases.items()):
+            if target == "torch":
+                return local
+        return None
+
+    def spell(self, qualified: str) -> str | None:
+        """How to write `qualified` (e.g. "torch.where") in this file, or None.
+
+        Prefers a module alias (`th.where`) over a directly imported name.
+        """
+        torch_local = self.torch_name()
+        if qualified == "torch":
+            return torch_local
+        if qualified.startswith("torch.") and torch_local is not None:
+            return torch_local + qualified[len("torch") :]
+        for local, target in sorted(self.aliases.items()):
+            if target == qualified:
+                return local
+            if qualified.startswith(target + "."):
+                return local + qualified[len(target) :]
+        return None
+
+    def spell_or_default(self, qualified: str) -> tuple[str, bool]:
+        """(spelling, needs `import torch`): falls back to the plain `torch.` spelling."""
+        spelled = self.spell(qualified)
+        if spelled is not None:
+            return spelled, False
+        return qualified, True

@@ -1,0 +1,223 @@
+"""Compiled scope: which functions run under torch.compile.
+
+Roots: `forward` of nn.Module subclasses (through import aliases, module-level
+aliases and same-file base classes), functions decorated with `torch.compile`,
+and functions passed to `torch.compile(...)`. Then, transitively, same-file
+functions and methods they call. Functions marked `torch.compiler.disable`
+(or `torch._dynamo.disable`) are never in scope: Dynamo does not trace them.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from .bindings import Bindings, dotted
+
+COMPILE_FUNCS = {"torch.compile", "torch._dynamo.optimize"}
+DISABLE_FUNCS = {"torch.compiler.disable", "torch._dynamo.disable", "torch.jit.ignore", "torch.jit.unused"}
+# Bases from other files that are nn.Modules by convention (transformers' PreTrainedModel family).
+MODULE_BASE_SUFFIXES = ("PreTrainedModel",)
+
+
+def _decorator_target(dec: cst.Decorator, b: Bindings) -> str | None:
+    expr = dec.decorator
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    return b.qualify(expr)
+
+
+class _Index(cst.CSTVisitor):
+    """One walk: classes, their methods, top-level functions, calls, module-level aliases."""
+
+    def __init__(self) -> None:
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.class_of: dict[cst.FunctionDef, cst.ClassDef] = {}
+        self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions
+        self.all_functions: list[cst.FunctionDef] = []
+        self.nested_in: dict[cst.FunctionDef, cst.FunctionDef] = {}
+        self.calls: dict[cst.FunctionDef, list[cst.Call]] = {}
+        self.module_calls: list[cst.Call] = []  # calls outside any function
+        self.module_aliases: dict[str, cst.BaseExpression] = {}
+        self._stack: list[cst.CSTNode] = []
+
+    def _func(self) -> cst.FunctionDef | None:
+        for n in reversed(self._stack):
+            if isinstance(n, cst.FunctionDef):
+                return n
+        return None
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if not self._stack:
+            self.classes[node.name.value] = node
+        self._stack.append(node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._stack.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.all_functions.append(node)
+        if not self._stack:
+            self.functions[node.name.value] = node
+        elif isinstance(self._stack[-1], cst.ClassDef):
+            self.class_of[node] = self._stack[-1]
+        elif (outer := self._func()) is not None:
+            self.nested_in[node] = outer
+        self.calls.setdefault(node, [])
+        self._stack.append(node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._stack.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = self._func()
+        (self.calls[func] if func is not None else self.module_calls).append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not self._stack and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self.module_aliases[node.targets[0].target.value] = node.value
+
+
+class CompiledScope:
+    def __init__(self, module: cst.Module, bindings: Bindings, mode: str = "reachable") -> None:
+        self.b = bindings
+        self.mode = mode
+        self.index = idx = _Index()
+        module.visit(idx)
+        self.module_classes = self._module_classes()
+        self.disabled = {f for f in idx.all_functions if self._decorated(f, DISABLE_FUNCS)}
+        self.roots = self._roots()
+        self.compiled = self._closure(self.roots)
+
+    # -- classes -------------------------------------------------------------
+    def qualify(self, expr: cst.BaseExpression) -> str | None:
+        """Like Bindings.qualify, also through module-level aliases (`Module = nn.Module`)."""
+        q = self.b.qualify(expr)
+        if q is None and isinstance(expr, cst.Name) and expr.value in self.index.module_aliases:
+            alias = self.index.module_aliases[expr.value]
+            if not (isinstance(alias, cst.Name) and alias.value == expr.value):
+                q = self.b.qualify(alias)
+        return q
+
+    def _is_module_base(self, base: cst.BaseExpression, known: set[str]) -> bool:
+        q = self.qualify(base)
+        if q is not None and q.startswith("torch.nn."):
+            return True
+        name = dotted(base)
+        if name is None:
+            return False
+        if name in known:
+            return True
+        alias = self.index.module_aliases.get(name)
+        if alias is not None and dotted(alias) in known:
+            return True
+        return name.split(".")[-1].endswith(MODULE_BASE_SUFFIXES)
+
+    def _module_classes(self) -> set[str]:
+        known: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, cls in self.index.classes.items():
+                if name not in known and any(self._is_module_base(a.value, known) for a in cls.bases):
+                    known.add(name)
+                    changed = True
+        return known
+
+    def class_bases(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """Same-file base classes, nearest first (cls itself included)."""
+        out, todo = [], [cls]
+        while todo:
+            c = todo.pop(0)
+            if c in out:
+                continue
+            out.append(c)
+            for a in c.bases:
+                name = dotted(a.value)
+                if name in self.index.classes:
+                    todo.append(self.index.classes[name])
+        return out
+
+    def method(self, cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+        for c in self.class_bases(cls):
+            for stmt in c.body.body:
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                    return stmt
+        return None
+
+    # -- roots and closure ---------------------------------------------------
+    def _decorated(self, f: cst.FunctionDef, targets: set[str]) -> bool:
+        return any(_decorator_target(d, self.b) in targets for d in f.decorators)
+
+    def _compile_targets(self, calls: list[cst.Call], owner: cst.ClassDef | None) -> list[cst.FunctionDef]:
+        found = []
+        for call in calls:
+            if self.b.qualify(call.func) not in COMPILE_FUNCS or not call.args:
+                continue
+            arg = call.args[0].value
+            name = dotted(arg)
+            if name in self.index.functions:
+                found.append(self.index.functions[name])
+            elif name and name.startswith("self.") and owner is not None:
+                m = self.method(owner, name.split(".", 1)[1])
+                if m is not None:
+                    found.append(m)
+        return found
+
+    def _roots(self) -> set[cst.FunctionDef]:
+        idx = self.index
+        roots: set[cst.FunctionDef] = set()
+        for f in idx.all_functions:
+            cls = idx.class_of.get(f)
+            if cls is not None and f.name.value == "forward" and cls.name.value in self.module_classes:
+                roots.add(f)
+            if self._decorated(f, COMPILE_FUNCS):
+                roots.add(f)
+            roots.update(self._compile_targets(idx.calls.get(f, []), cls))
+        roots.update(self._compile_targets(idx.module_calls, None))
+        return roots - self.disabled
+
+    def _callees(self, f: cst.FunctionDef) -> list[cst.FunctionDef]:
+        idx = self.index
+        owner = idx.class_of.get(f)
+        outer = f
+        while owner is None and outer in idx.nested_in:
+            outer = idx.nested_in[outer]
+            owner = idx.class_of.get(outer)
+        out = []
+        for call in idx.calls.get(f, []):
+            name = dotted(call.func)
+            if name is None:
+                continue
+            if name in idx.functions:
+                out.append(idx.functions[name])
+            elif owner is not None and name.startswith("self.") and name.count(".") == 1:
+                m = self.method(owner, name.split(".")[1])
+                if m is not None:
+                    out.append(m)
+            elif name.count(".") == 1 and name.split(".")[0] in idx.classes:
+                m = self.method(idx.classes[name.split(".")[0]], name.split(".")[1])
+                if m is not None:
+                    out.append(m)
+        # functions defined inside f run when f calls them
+        out.extend(g for g, parent in idx.nested_in.items() if parent is f)
+        return out
+
+    def _closure(self, roots: set[cst.FunctionDef]) -> set[cst.FunctionDef]:
+        if self.mode == "all":
+            return set(self.index.all_functions) - self.disabled
+        seen: set[cst.FunctionDef] = set()
+        todo = list(roots)
+        while todo:
+            f = todo.pop()
+            if f in seen or f in self.disabled:
+                continue
+            seen.add(f)
+            todo.extend(self._callees(f))
+        return seen
+
+    def is_compiled(self, f: cst.FunctionDef) -> bool:
+        return f in self.compiled
+
+    def is_disabled_call(self, call: cst.Call) -> bool:
+        """A call of a same-file function marked torch.compiler.disable."""
+        name = dotted(call.func)
+        return name in self.index.functions and self.index.functions[name] in self.disabled

@@ -1,0 +1,104 @@
+"""Readable tables of torch facts the analysis relies on. Edit here, nowhere else.
+
+Each table says what a torch method or function does to the value it is given:
+whether it is a tensor, whether the result is 0-d, and what a fix may assume.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Reductions: without a `dim`/`axis` argument the result is a 0-d tensor.
+# Value: result dtype ("same" = input's; "bool"; "int"; "float"; "sum" = int64 for bool/int input).
+REDUCTIONS: dict[str, str] = {
+    "sum": "sum", "nansum": "sum", "prod": "sum",
+    "mean": "float", "nanmean": "float", "std": "float", "var": "float", "norm": "float",
+    "max": "same", "min": "same", "amax": "same", "amin": "same", "median": "same",
+    "any": "bool", "all": "bool",
+    "argmax": "int", "argmin": "int", "count_nonzero": "int",
+}
+DIM_KEYWORDS = {"dim", "axis", "keepdim"}
+
+# Element-wise predicates: a bool tensor of the input's shape.
+PREDICATES = {"isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "signbit",
+              "logical_not", "logical_and", "logical_or", "logical_xor",
+              "eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "equal_elementwise"}
+
+# Python values computed from tensor data: using them in Python forces a break.
+DATA_METHODS = {"item", "tolist", "equal", "allclose", "numpy", "is_nonzero", "__bool__"}
+DATA_FUNCS = {"torch.equal", "torch.allclose", "torch.is_nonzero"}
+DATA_BUILTINS = {"int", "float", "bool"}
+
+# Static facts: shapes, dtypes, devices and flags known at trace time.
+STATIC_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "is_cpu", "is_meta", "requires_grad",
+                "layout", "is_sparse", "is_quantized", "names", "is_leaf", "training"}
+STATIC_METHODS = {"dim", "size", "numel", "nelement", "stride", "is_contiguous", "is_floating_point",
+                  "is_complex", "element_size", "get_device", "ndimension", "type", "storage_offset"}
+STATIC_FUNCS = {"torch.is_tensor", "torch.is_floating_point", "torch.is_complex", "torch.numel",
+                "torch.finfo", "torch.iinfo", "torch.get_default_dtype", "torch.is_grad_enabled",
+                "torch.is_autocast_enabled", "torch.is_inference_mode_enabled", "torch.cuda.is_available",
+                "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.compiler.is_compiling",
+                "torch._dynamo.is_compiling", "torch.compiler.is_dynamo_compiling", "torch.Size",
+                "torch.device", "torch.dtype"}
+STATIC_BUILTINS = {"len", "isinstance", "issubclass", "hasattr", "callable", "type", "id", "range"}
+# Attribute chains rooted at these names are configuration, never tensors.
+CONFIG_ROOTS = {"config", "self.config", "cfg", "self.cfg", "args", "self.args"}
+
+
+@dataclass(frozen=True)
+class Op:
+    """What an element-wise op guarantees about `op(x, <python scalars>)`.
+
+    shape: result has x's shape (given only Python-scalar extra arguments).
+    dtype: "any" keeps x's dtype for every dtype; "float" keeps it for floating x only.
+    finite_grad: the derivative is finite everywhere (so torch.where cannot produce NaN grads).
+    raises: can raise at run time for some valid tensor x (e.g. on dtypes it rejects).
+    """
+
+    shape: bool = True
+    dtype: str = "float"
+    finite_grad: bool = True
+    raises: bool = False
+
+
+ELEMENTWISE: dict[str, Op] = {
+    "clamp": Op(dtype="float"), "clip": Op(dtype="float"),
+    "clamp_min": Op(dtype="float"), "clamp_max": Op(dtype="float"),
+    "nan_to_num": Op(dtype="any"), "masked_fill": Op(dtype="any"),
+    "neg": Op(dtype="any"), "negative": Op(dtype="any"), "abs": Op(dtype="any"),
+    "relu": Op(dtype="any"), "sign": Op(dtype="any"),
+    "tanh": Op(), "sigmoid": Op(), "sin": Op(), "cos": Op(), "gelu": Op(), "silu": Op(),
+    "hardtanh": Op(), "leaky_relu": Op(), "softsign": Op(),
+    "detach": Op(dtype="any"), "clone": Op(dtype="any"), "contiguous": Op(dtype="any"),
+    # finite value but unbounded or infinite derivative somewhere
+    "exp": Op(finite_grad=False), "sqrt": Op(finite_grad=False), "rsqrt": Op(finite_grad=False),
+    "log": Op(finite_grad=False), "log1p": Op(finite_grad=False), "reciprocal": Op(finite_grad=False),
+    "pow": Op(finite_grad=False),
+}
+
+# Arithmetic with a Python number: shape kept; dtype kept for floating tensors
+# (and for int tensors with an int, except true division).
+ARITH_FINITE_GRAD = {"Add", "Subtract", "Multiply"}  # division by a constant is finite too if nonzero
+
+# Functions and methods that return tensors (besides the tables above).
+TENSOR_FUNCS = {"where", "cat", "stack", "zeros", "ones", "zeros_like", "ones_like", "full", "full_like",
+                "empty", "empty_like", "arange", "linspace", "tensor", "as_tensor", "matmul", "mm", "bmm",
+                "einsum", "softmax", "log_softmax", "layer_norm", "linear", "conv1d", "conv2d", "dropout",
+                "gather", "index_select", "masked_select", "nonzero", "unique", "flatten", "reshape",
+                "transpose", "permute", "squeeze", "unsqueeze", "topk", "sort", "cumsum", "outer", "rand",
+                "randn", "randint", "rand_like", "randn_like", "tril", "triu", "diag", "roll", "flip",
+                "baddbmm", "addmm", "embedding", "cross_entropy", "mse_loss", "nll_loss", "normalize",
+                "scaled_dot_product_attention", "pad", "interpolate", "bucketize", "searchsorted"}
+TENSOR_METHODS = {"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "float",
+                  "half", "double", "bfloat16", "int", "long", "bool", "to", "type_as", "expand",
+                  "expand_as", "repeat", "matmul", "softmax", "masked_select", "nonzero", "unique",
+                  "gather", "index_select", "cumsum", "t", "mT", "T", "mean", "cpu", "cuda"}
+CAST_METHODS = {"float": "float", "half": "float", "double": "float", "bfloat16": "float",
+                "int": "int", "long": "int", "bool": "bool"}
+
+# nn layers whose output is a floating tensor.
+FLOAT_MODULES = {"Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+                 "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "RMSNorm", "Embedding",
+                 "Dropout", "GELU", "ReLU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Identity"}
+
+# Calls that are known to have no side effects (in addition to the tables above).
+PURE_BUILTINS = {"len", "isinstance", "min", "max", "abs", "float", "int", "bool", "tuple", "range"}

@@ -1,0 +1,339 @@
+"""Tensor facts for expressions in one function: is it a tensor, is it 0-d, its dtype.
+
+`FunctionFacts(func, ...).value(expr)` classifies an expression:
+  tensor   - a torch.Tensor (rank and dtype when provable)
+  data     - a Python value computed from tensor data (`.item()`, `torch.equal`)
+  static   - known at trace time (shapes, dtypes, config, literals)
+  unknown  - anything else (never flagged: precision first)
+Local names are followed through their assignments in the same function.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from . import tables as T
+from .bindings import Bindings, dotted
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: str  # "tensor" | "data" | "static" | "unknown"
+    zero_dim: bool = False
+    dtype: str | None = None  # "bool" | "int" | "float" | None (unknown)
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
+
+    @property
+    def data_dependent(self) -> bool:
+        """Python truth of this value depends on tensor data (a graph break under Dynamo)."""
+        return self.kind in ("tensor", "data")
+
+
+STATIC = Value("static")
+UNKNOWN = Value("unknown")
+DATA = Value("data")
+
+
+def tensor(zero_dim: bool = False, dtype: str | None = None) -> Value:
+    return Value("tensor", zero_dim, dtype)
+
+
+def _has_dim_arg(call: cst.Call, skip_first: bool) -> bool:
+    args = list(call.args)[1 if skip_first else 0 :]
+    return any(a.keyword is None or a.keyword.value in T.DIM_KEYWORDS for a in args if a.star == "")
+
+
+def _reduction_dtype(rule: str, inp: str | None) -> str | None:
+    if rule in ("bool", "int", "float"):
+        return rule
+    if rule == "sum":
+        return "float" if inp == "float" else ("int" if inp in ("int", "bool") else None)
+    return inp  # "same"
+
+
+def _is_number(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        node = node.expression
+    if isinstance(node, cst.Integer):
+        return "int"
+    if isinstance(node, cst.Float):
+        return "float"
+    return None
+
+
+def _join(values: list[Value]) -> Value:
+    if not values:
+        return UNKNOWN
+    if all(v.is_tensor for v in values):
+        dtypes = {v.dtype for v in values}
+        return tensor(all(v.zero_dim for v in values), dtypes.pop() if len(dtypes) == 1 else None)
+    if any(v.kind == "unknown" for v in values):
+        return UNKNOWN
+    if any(v.data_dependent for v in values):
+        return DATA
+    return STATIC
+
+
+class _Assignments(cst.CSTVisitor):
+    """name -> assigned values in one function (not descending into nested defs)."""
+
+    def __init__(self, func: cst.FunctionDef) -> None:
+        self.func = func
+        self.values: dict[str, list[cst.BaseExpression | None]] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.func
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Name):
+            self.values.setdefault(target.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:  # unpacking: value unknown
+                self._bind(el.value, None)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._bind(t.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):  # x += y keeps x's kind when y is a number
+            self.values.setdefault(node.target.value, []).append(
+                cst.BinaryOperation(node.target, _AUG[type(node.operator)], node.value)
+                if type(node.operator) in _AUG else None
+            )
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target, None)
+
+    def visit_With(self, node: cst.With) -> None:
+        for item in node.items:
+            if item.asname is not None:
+                self._bind(item.asname.name, None)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target, node.value)
+
+
+_AUG = {
+    cst.AddAssign: cst.Add(), cst.SubtractAssign: cst.Subtract(), cst.MultiplyAssign: cst.Multiply(),
+    cst.DivideAssign: cst.Divide(),
+}
+
+
+class FunctionFacts:
+    def __init__(self, func: cst.FunctionDef, bindings: Bindings, module_attrs: dict[str, str]) -> None:
+        self.func = func
+        self.b = bindings
+        self.module_attrs = module_attrs  # "attr" -> qualified ctor of self.attr (nn layers)
+        collector = _Assignments(func)
+        func.visit(collector)
+        self.assigned = collector.values
+        self.params: dict[str, cst.Param] = {}
+        for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
+            self.params[p.name.value] = p
+        self._active: set[str] = set()
+
+    # -- names ---------------------------------------------------------------
+    def _name(self, node: cst.Name, depth: int) -> Value:
+        name = node.value
+        if name in ("True", "False", "None", "self", "cls"):
+            return STATIC
+        if name in self.assigned:
+            if name in self._active or depth > 10:
+                return UNKNOWN
+            self._active.add(name)
+            try:
+                values = [self.value(v, depth + 1) if v is not None else UNKNOWN for v in self.assigned[name]]
+            finally:
+                self._active.discard(name)
+            if name in self.params:
+                values.append(self._param(name))
+            return _join(values)
+        if name in self.params:
+            return self._param(name)
+        if self.b.qualify(node) is not None:
+            return STATIC  # an imported module or object
+        return UNKNOWN
+
+    def _param(self, name: str) -> Value:
+        ann = self.params[name].annotation
+        if ann is not None:
+            q = self.b.qualify(ann.annotation)
+            if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"):
+                dtype = {"torch.FloatTensor": "float", "torch.LongTensor": "int", "torch.BoolTensor": "bool"}
+                return tensor(dtype=dtype.get(q))
+            if isinstance(ann.annotation, cst.Name) and ann.annotation.value in ("int", "float", "bool", "str"):
+                return STATIC
+        return UNKNOWN
+
+    # -- calls ---------------------------------------------------------------
+    def _method(self, call: cst.Call, attr: cst.Attribute, depth: int) -> Value:
+        m = attr.attr.value
+        recv_node = attr.value
+        if m in T.STATIC_METHODS:
+            return STATIC
+        if m in T.DATA_METHODS:
+            return DATA
+        recv = self.value(recv_node, depth + 1)
+        if recv.kind == "static":
+            name = dotted(recv_node)
+            return STATIC if name in T.CONFIG_ROOTS else UNKNOWN
+        if m in T.REDUCTIONS:
+            zero = not _has_dim_arg(call, skip_first=False)
+            return tensor(zero, _reduction_dtype(T.REDUCTIONS[m], recv.dtype))
+        if m in T.PREDICATES:
+            return tensor(recv.zero_dim, "bool")
+        if recv.is_tensor:
+            if m in T.CAST_METHODS:
+                return tensor(recv.zero_dim, T.CAST_METHODS[m])
+            if m in T.ELEMENTWISE:
+                op = T.ELEMENTWISE[m]
+                keeps = op.dtype == "any" or recv.dtype == "float"
+                return tensor(recv.zero_dim, recv.dtype if keeps else None)
+            if m in T.TENSOR_METHODS:
+                return tensor()
+        return UNKNOWN
+
+    def _self_layer(self, call: cst.Call) -> Value | None:
+        name = dotted(call.func)
+        if name and name.startswith("self.") and name.count(".") == 1:
+            ctor = self.module_attrs.get(name[5:])
+            if ctor is not None and ctor.split(".")[-1] in T.FLOAT_MODULES:
+                return tensor(dtype="float")
+        return None
+
+    def _torch_func(self, call: cst.Call, q: str, depth: int) -> Value:
+        short = q.rsplit(".", 1)[-1]
+        if q in T.DATA_FUNCS:
+            return DATA
+        if q in T.STATIC_FUNCS:
+            return STATIC
+        first = self.value(call.args[0].value, depth + 1) if call.args else UNKNOWN
+        if short in T.REDUCTIONS:
+            zero = not _has_dim_arg(call, skip_first=True)
+            return tensor(zero, _reduction_dtype(T.REDUCTIONS[short], first.dtype))
+        if short in T.PREDICATES:
+            return tensor(first.zero_dim and first.is_tensor, "bool")
+        if short in T.ELEMENTWISE and first.is_tensor:
+            op = T.ELEMENTWISE[short]
+            keeps = op.dtype == "any" or first.dtype == "float"
+            return tensor(first.zero_dim, first.dtype if keeps else None)
+        if short in T.TENSOR_FUNCS or short in T.ELEMENTWISE:
+            return tensor()
+        return UNKNOWN
+
+    def _call(self, call: cst.Call, depth: int) -> Value:
+        func = call.func
+        if isinstance(func, cst.Name) and self.b.qualify(func) is None:
+            if func.value in T.STATIC_BUILTINS:
+                return STATIC
+            if func.value in T.DATA_BUILTINS and call.args:
+                arg = self.value(call.args[0].value, depth + 1)
+                return DATA if arg.data_dependent else arg if arg.kind == "static" else UNKNOWN
+            return UNKNOWN
+        layer = self._self_layer(call)
+        if layer is not None:
+            return layer
+        q = self.b.qualify(func)
+        if q is not None and q.startswith("torch."):
+            return self._torch_func(call, q, depth)
+        if isinstance(func, cst.Attribute):
+            return self._method(call, func, depth)
+        return UNKNOWN
+
+    # -- expressions ---------------------------------------------------------
+    def value(self, node: cst.BaseExpression, depth: int = 0) -> Value:
+        if depth > 25:
+            return UNKNOWN
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString,
+                             cst.ConcatenatedString, cst.FormattedString)):
+            return STATIC
+        if isinstance(node, cst.Name):
+            return self._name(node, depth)
+        if isinstance(node, cst.Attribute):
+            if node.attr.value in T.STATIC_ATTRS or dotted(node) in T.CONFIG_ROOTS:
+                return STATIC
+            name = dotted(node)
+            if name is not None and any(name.startswith(r + ".") for r in T.CONFIG_ROOTS):
+                return STATIC
+            if self.b.qualify(node) is not None:
+                return STATIC  # torch.float16, torch.nn.functional, ...
+            if node.attr.value in ("T", "mT", "H", "real", "imag"):
+                inner = self.value(node.value, depth + 1)
+                return tensor() if inner.is_tensor else UNKNOWN
+            return UNKNOWN
+        if isinstance(node, cst.Subscript):
+            inner = self.value(node.value, depth + 1)
+            return inner if inner.kind == "static" else (tensor(dtype=inner.dtype) if inner.is_tensor else UNKNOWN)
+        if isinstance(node, cst.Call):
+            return self._call(node, depth)
+        if isinstance(node, cst.Comparison):
+            ops = [node.left, *(c.comparator for c in node.comparisons)]
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+                return STATIC
+            vals = [self.value(o, depth + 1) for o in ops]
+            if any(v.is_tensor for v in vals):
+                zero = all(v.zero_dim if v.is_tensor else _is_number(o) is not None for v, o in zip(vals, ops))
+                return tensor(zero and len(ops) == 2, "bool")
+            return _join(vals)
+        if isinstance(node, cst.BinaryOperation):
+            left, right = self.value(node.left, depth + 1), self.value(node.right, depth + 1)
+            return self._arith(node, left, right)
+        if isinstance(node, cst.UnaryOperation):
+            inner = self.value(node.expression, depth + 1)
+            if isinstance(node.operator, cst.Not):
+                return DATA if inner.data_dependent else inner
+            return inner
+        if isinstance(node, cst.BooleanOperation):
+            vals = [self.value(node.left, depth + 1), self.value(node.right, depth + 1)]
+            if any(v.data_dependent for v in vals):
+                return DATA
+            return _join(vals)
+        if isinstance(node, cst.IfExp):
+            return _join([self.value(node.body, depth + 1), self.value(node.orelse, depth + 1)])
+        return UNKNOWN
+
+    def _arith(self, node: cst.BinaryOperation, left: Value, right: Value) -> Value:
+        if not (left.is_tensor or right.is_tensor):
+            return _join([left, right])
+        if left.is_tensor and right.is_tensor:
+            same = left.dtype if left.dtype == right.dtype else None
+            return tensor(left.zero_dim and right.zero_dim, same)
+        t, other_node = (left, node.right) if left.is_tensor else (right, node.left)
+        num = _is_number(other_node)
+        if num is None:
+            return tensor(False, None) if (left.kind == "unknown" or right.kind == "unknown") else tensor(t.zero_dim, None)
+        dtype = t.dtype if t.dtype == "float" or (t.dtype == "int" and num == "int" and not isinstance(node.operator, cst.Divide)) else None
+        return tensor(t.zero_dim, dtype)
+
+    def condition(self, test: cst.BaseExpression) -> Value:
+        """The value Python would call bool() on in `if test:`."""
+        return self.value(test)
+
+
+def module_layer_attrs(cls: cst.ClassDef, b: Bindings) -> dict[str, str]:
+    """`self.x = nn.Linear(...)` in a class's methods -> {"x": "torch.nn.Linear"}."""
+    out: dict[str, str] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if not isinstance(node.value, cst.Call):
+                return
+            q = b.qualify(node.value.func)
+            for t in node.targets:
+                name = dotted(t.target)
+                if q and name and name.startswith("self.") and name.count(".") == 1:
+                    out[name[5:]] = q
+
+    cls.visit(V())
+    return out

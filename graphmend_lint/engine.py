@@ -1,0 +1,99 @@
+"""Run the rules over one source and apply fixes until nothing changes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import MetadataWrapper
+
+from . import rules as rules_pkg
+from . import settings as settings_mod
+from .analysis.bindings import Bindings
+
+MAX_FIX_PASSES = 10
+Finding = rules_pkg.base.Finding
+Safety = rules_pkg.base.Safety
+
+
+@dataclass
+class Result:
+    findings: list = field(default_factory=list)  # remaining findings, sorted
+    source: bytes = b""  # the (possibly fixed) source
+    fixed: int = 0  # number of fixes applied
+
+
+def selected_rules(s: settings_mod.Settings) -> list[type]:
+    return [r for r in rules_pkg.ALL_RULES if s.selects(r.CODE)]
+
+
+def lint_module(module: cst.Module, s: settings_mod.Settings) -> list:
+    with settings_mod.use(s):
+        instances = [r() for r in selected_rules(s)]
+        MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(instances)
+    findings = [f for r in instances for f in r.findings]
+    return sorted(findings, key=lambda f: f.sort_key)
+
+
+def applicable(f, s: settings_mod.Settings) -> bool:
+    return f.replacement is not None and (
+        f.safety is Safety.SAFE or (f.safety is Safety.UNSAFE and s.unsafe_fixes)
+    )
+
+
+def _non_overlapping(fixes: list) -> list:
+    """Outermost first; a fix inside (or equal to) an already kept span waits for the next pass."""
+    kept: list = []
+    for f in sorted(fixes, key=lambda f: (f.fix_range[:2], (-f.fix_range[2], -f.fix_range[3]))):
+        a = f.fix_range
+        if any(k.fix_range[:2] <= a[:2] and a[2:] <= k.fix_range[2:] or
+               (a[:2] < k.fix_range[2:] and k.fix_range[:2] < a[2:]) for k in kept):
+            continue
+        kept.append(f)
+    return kept
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, replacements: dict) -> None:
+        self.replacements = replacements
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return node not in self.replacements
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
+        return self.replacements.get(original, updated)
+
+
+def apply_fixes(module: cst.Module, fixes: list) -> cst.Module:
+    new = module.visit(_Replace({f.node: f.replacement for f in fixes}))
+    if any(f.needs_torch_import for f in fixes) and Bindings.of(new).torch_name() is None:
+        ctx = CodemodContext()
+        AddImportsVisitor.add_needed_import(ctx, "torch")
+        new = AddImportsVisitor(ctx).transform_module(new)
+    return new
+
+
+def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
+    """Lint `source`; with `fix`, apply allowed fixes pass after pass, then lint again.
+
+    Raises libcst.ParserSyntaxError (and decoding errors) for sources that do not parse,
+    and SyntaxError when a fix would produce code Python rejects (nothing is returned then).
+    """
+    s = replace(s, can_add_imports=True)
+    module = cst.parse_module(source)
+    findings = lint_module(module, s)
+    fixed = 0
+    if fix:
+        for _ in range(MAX_FIX_PASSES):
+            todo = _non_overlapping([f for f in findings if applicable(f, s)])
+            if not todo:
+                break
+            new = apply_fixes(module, todo)
+            if new.code == module.code:
+                break
+            fixed += len(todo)
+            module = cst.parse_module(new.bytes)
+            findings = lint_module(module, s)
+        compile(module.code, "<fixed>", "exec", dont_inherit=True)
+    return Result(findings, module.bytes if fix else source, fixed)

@@ -1,0 +1,149 @@
+"""The shared analysis layer: torch bindings, compiled scope, tensor facts."""
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from graphmend_lint.analysis import facts_for
+from graphmend_lint.analysis.bindings import Bindings
+
+
+def facts(src: str, scope: str = "reachable"):
+    return facts_for(cst.parse_module(src), scope)
+
+
+def func(f, name: str) -> cst.FunctionDef:
+    return next(fn for fn in f.scope.index.all_functions if fn.name.value == name)
+
+
+@pytest.mark.parametrize("src,expr,qualified", [
+    ("import torch as th", "th.where", "torch.where"),
+    ("import torch.nn.functional as F", "F.relu", "torch.nn.functional.relu"),
+    ("from torch import nn, Tensor", "nn.Module", "torch.nn.Module"),
+    ("from torch import nn, Tensor", "Tensor", "torch.Tensor"),
+    ("import torch.nn", "torch.nn.Linear", "torch.nn.Linear"),
+    ("import numpy as np", "where", None),
+])
+def test_qualify(src, expr, qualified):
+    assert Bindings.of(cst.parse_module(src)).qualify(cst.parse_expression(expr)) == qualified
+
+
+@pytest.mark.parametrize("src,spelled,needs_import", [
+    ("import torch", "torch.where", False),
+    ("import torch as th", "th.where", False),
+    ("from torch import nn", "torch.where", True),
+    ("from torch import where", "where", False),
+])
+def test_spelling_of_torch_where(src, spelled, needs_import):
+    assert Bindings.of(cst.parse_module(src)).spell_or_default("torch.where") == (spelled, needs_import)
+
+
+SCOPE_SRC = """
+import torch
+from torch import nn
+Module = nn.Module
+
+def helper(x):
+    return inner(x)
+
+def inner(x):
+    return x
+
+def unrelated(x):
+    return x
+
+@torch.compiler.disable
+def logged(x):
+    return x
+
+class Base(Module):
+    def forward(self, x):
+        return self.step(x) + helper(x) + logged(x)
+
+    def step(self, x):
+        return x
+
+    def __init__(self):
+        super().__init__()
+
+class Child(Base):
+    def extra(self, x):
+        return x
+
+class Plain:
+    def forward(self, x):
+        return x
+
+def train(x):
+    return x
+
+compiled_train = torch.compile(train)
+
+@torch.compile(mode="max-autotune")
+def decorated(x):
+    return x
+"""
+
+
+def test_compiled_scope_reachable():
+    f = facts(SCOPE_SRC)
+    compiled = {fn.name.value for fn in f.scope.compiled}
+    assert compiled == {"forward", "step", "helper", "inner", "train", "decorated"}
+    assert f.scope.module_classes == {"Base", "Child"}
+    plain_forward = [fn for fn in f.scope.index.all_functions
+                     if fn.name.value == "forward" and f.scope.index.class_of[fn].name.value == "Plain"][0]
+    assert not f.scope.is_compiled(plain_forward)
+
+
+def test_compiled_scope_all():
+    f = facts(SCOPE_SRC, scope="all")
+    assert {fn.name.value for fn in f.scope.compiled} >= {"unrelated", "extra", "__init__"}
+    assert "logged" not in {fn.name.value for fn in f.scope.compiled}
+
+
+TENSOR_SRC = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, mask, n: int):
+        s = x.sum()
+        h = self.proj(x)
+        probe = 0
+"""
+
+
+@pytest.mark.parametrize("expr,kind,zero_dim,dtype", [
+    ("x.sum() > 0", "tensor", True, "bool"),
+    ("s > 0", "tensor", True, "bool"),
+    ("x.sum(dim=1) > 0", "tensor", False, "bool"),
+    ("(x > 0).any()", "tensor", True, "bool"),
+    ("torch.isnan(x).any()", "tensor", True, "bool"),
+    ("torch.isinf(h).any() or torch.isnan(h).any()", "data", False, None),
+    ("not torch.all(mask)", "data", False, None),
+    ("torch.equal(x, x)", "data", False, None),
+    ("x.item() > 0", "data", False, None),
+    ("h", "tensor", False, "float"),
+    ("h * 0.5", "tensor", False, "float"),
+    ("x.max()", "tensor", True, None),
+    ("mask.sum()", "tensor", True, None),
+    ("x.dim() == 3", "static", False, None),
+    ("x.shape[0] > 1", "static", False, None),
+    ("x.dtype == torch.float16", "static", False, None),
+    ("mask is None", "static", False, None),
+    ("self.training", "static", False, None),
+    ("self.config.use_cache", "static", False, None),
+    ("isinstance(x, torch.Tensor)", "static", False, None),
+    ("n > 2", "static", False, None),
+    ("mask", "unknown", False, None),
+])
+def test_tensor_values(expr, kind, zero_dim, dtype):
+    f = facts(TENSOR_SRC)
+    ff = f.function(func(f, "forward"))
+    v = ff.value(cst.parse_expression(expr))
+    assert (v.kind, v.zero_dim, v.dtype) == (kind, zero_dim, dtype)

@@ -1,0 +1,153 @@
+"""The ruff-style CLI as users meet it: exit codes, formats, suppression, fixes, bad input."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphmend_lint.cli import main
+
+PRINT_MODULE = """import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def forward(self, x):
+        print("x", x.shape)
+        return x
+"""
+
+
+def run(args, cwd: Path, capsys):
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        code = main(args)
+    finally:
+        os.chdir(old)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture()
+def project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.graphmend]\n")
+    (tmp_path / "model.py").write_text(PRINT_MODULE)
+    (tmp_path / "clean.py").write_text("import torch\n\ndef f(x):\n    return x\n")
+    return tmp_path
+
+
+def test_findings_exit_1_and_ruff_format(project, capsys):
+    code, out, _ = run(["check", "."], project, capsys)
+    assert code == 1
+    assert "model.py:7:9: GM201 [*] `print()` in compiled code" in out
+    assert "Found 1 error." in out
+
+
+def test_clean_exit_0(project, capsys):
+    code, out, _ = run(["check", "clean.py"], project, capsys)
+    assert code == 0 and "All checks passed!" in out
+
+
+def test_exit_zero(project, capsys):
+    assert run(["check", "--exit-zero", "."], project, capsys)[0] == 0
+
+
+def test_fix_writes_and_relints_clean(project, capsys):
+    code, out, _ = run(["check", "--fix", "."], project, capsys)
+    assert code == 0, out
+    text = (project / "model.py").read_text()
+    assert "if not torch.compiler.is_compiling():\n            print(" in text
+    compile(text, "model.py", "exec")
+    assert run(["check", "."], project, capsys)[0] == 0
+
+
+def test_diff_never_writes(project, capsys):
+    code, out, _ = run(["check", "--diff", "."], project, capsys)
+    assert code == 1
+    assert "+        if not torch.compiler.is_compiling():" in out
+    assert (project / "model.py").read_text() == PRINT_MODULE
+
+
+def test_select_and_ignore(project, capsys):
+    assert run(["check", "--ignore", "GM2", "."], project, capsys)[0] == 0
+    assert run(["check", "--select", "GM1", "."], project, capsys)[0] == 0
+    assert run(["check", "--select", "GM201", "."], project, capsys)[0] == 1
+
+
+def test_config_ignore_and_exclude(project, capsys):
+    (project / "pyproject.toml").write_text('[tool.graphmend]\nexclude = ["model.py"]\n')
+    assert run(["check", "."], project, capsys)[0] == 0
+    (project / "pyproject.toml").write_text('[tool.graphmend]\nignore = ["GM201"]\n')
+    assert run(["check", "."], project, capsys)[0] == 0
+
+
+def test_bad_config_is_an_error(project, capsys):
+    (project / "pyproject.toml").write_text('[tool.graphmend]\nselct = ["GM1"]\n')
+    code, _, err = run(["check", "."], project, capsys)
+    assert code == 2 and "unknown option" in err
+
+
+@pytest.mark.parametrize("comment", ["# noqa: GM201", "# noqa", "# lint-ignore: PrintInCompiledCode"])
+def test_suppression(project, capsys, comment):
+    (project / "model.py").write_text(PRINT_MODULE.replace('x.shape)', f'x.shape)  {comment}'))
+    assert run(["check", "."], project, capsys)[0] == 0
+
+
+def test_noqa_other_code_does_not_suppress(project, capsys):
+    (project / "model.py").write_text(PRINT_MODULE.replace('x.shape)', 'x.shape)  # noqa: GM101'))
+    assert run(["check", "."], project, capsys)[0] == 1
+
+
+def test_json_output(project, capsys):
+    code, out, _ = run(["check", "--output-format", "json", "."], project, capsys)
+    data = json.loads(out)
+    assert code == 1 and data[0]["code"] == "GM201"
+    assert data[0]["location"] == {"row": 7, "column": 9}
+    assert data[0]["fix"]["applicability"] == "safe"
+
+
+def test_github_and_sarif_output(project, capsys):
+    _, out, _ = run(["check", "--output-format", "github", "."], project, capsys)
+    assert out.startswith("::error title=graphmend-lint (GM201),file=model.py,line=7,col=9")
+    _, out, _ = run(["check", "--output-format", "sarif", "."], project, capsys)
+    sarif = json.loads(out)
+    assert sarif["runs"][0]["results"][0]["ruleId"] == "GM201"
+
+
+def test_statistics(project, capsys):
+    _, out, _ = run(["check", "--statistics", "."], project, capsys)
+    assert out.split() == ["1", "GM201", "[*]", "print-in-compiled-code"]
+
+
+def test_syntax_error_among_good_files(project, capsys):
+    bad = project / "broken.py"
+    bad.write_text("def f(:\n    pass\n")
+    before = bad.read_bytes()
+    code, out, err = run(["check", "--fix", "."], project, capsys)
+    assert code == 2
+    assert "error: broken.py: syntax error at 1:" in err
+    assert bad.read_bytes() == before
+    assert "if not torch.compiler.is_compiling()" in (project / "model.py").read_text()
+
+
+def test_missing_path(project, capsys):
+    code, _, err = run(["check", "nope.py"], project, capsys)
+    assert code == 2 and "nope.py: no such file" in err
+
+
+def test_rule_docs_command(capsys):
+    assert main(["rule", "GM201"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# GM201: print-in-compiled-code") and "## Fix safety" in out
+    assert main(["rule", "GM999x"]) == 2
+
+
+def test_console_script_runs(project):
+    proc = subprocess.run([sys.executable, "-m", "graphmend_lint", "check", "model.py"], cwd=project,
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "GM201" in proc.stdout
