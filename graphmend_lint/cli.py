@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--compiled-scope", choices=settings.SCOPES)
     c.add_argument("--config", type=Path, help="pyproject.toml to read [tool.graphmend] from")
     c.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
+    c.add_argument("--force-exclude", action="store_true", help="apply `exclude` to files named on the command line too")
 
     r = sub.add_parser("rule", help="print a rule's documentation")
     r.add_argument("code", nargs="?", help="e.g. GM201 (omit with --all)")
@@ -68,7 +69,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = [p for p in args.paths if p not in missing]
     errors = [f"{p}: no such file or directory" for p in missing]
     rows, fixed, diffs = [], 0, []
-    for path in iter_python_files(paths, s.root, s.exclude):
+    for path in iter_python_files(paths, s.root, s.exclude, args.force_exclude):
         res = runner.check_file(path, s, fix=args.fix, diff=args.diff)
         if res.error:
             errors.append(f"{path}: {res.error}")

@@ -27,8 +27,10 @@ def _excluded(path: Path, root: Path | None, patterns: tuple[str, ...]) -> bool:
     return False
 
 
-def iter_python_files(paths: list[Path], root: Path | None, exclude: tuple[str, ...]) -> Iterator[Path]:
-    """Files named on the command line always count; directories are walked in sorted order."""
+def iter_python_files(paths: list[Path], root: Path | None, exclude: tuple[str, ...],
+                      force_exclude: bool = False) -> Iterator[Path]:
+    """Directories are walked in sorted order; files named on the command line count unless
+    `force_exclude` (as in ruff: pre-commit passes excluded files by name)."""
     seen: set[Path] = set()
     for p in paths:
         if p.is_dir():
@@ -41,7 +43,7 @@ def iter_python_files(paths: list[Path], root: Path | None, exclude: tuple[str, 
                     if name.endswith(".py") and not _excluded(f, root, exclude) and f not in seen:
                         seen.add(f)
                         yield f
-        elif p not in seen:
+        elif p not in seen and not (force_exclude and _excluded(p, root, exclude)):
             seen.add(p)
             yield p
 

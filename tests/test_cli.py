@@ -151,3 +151,9 @@ def test_console_script_runs(project):
     proc = subprocess.run([sys.executable, "-m", "graphmend_lint", "check", "model.py"], cwd=project,
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "GM201" in proc.stdout
+
+
+def test_force_exclude_applies_to_named_files(project, capsys):
+    (project / "pyproject.toml").write_text('[tool.graphmend]\nexclude = ["model.py"]\n')
+    assert run(["check", "model.py"], project, capsys)[0] == 1
+    assert run(["check", "--force-exclude", "model.py"], project, capsys)[0] == 0
