@@ -1,0 +1,1 @@
+"""Performance harness: graph breaks and latency before/after graphmend-lint fixes."""

@@ -1,0 +1,43 @@
+"""Load a case's model factory inside a worker process."""
+import importlib.util
+
+
+def load(spec):
+    """spec: {"kind": "local", "path": file} or {"kind": "hf", "case": name}. Returns (model, inputs, raise_idx)."""
+    if spec["kind"] == "local":
+        mod_spec = importlib.util.spec_from_file_location("perf_case_model", spec["path"])
+        mod = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(mod)
+        model, inputs = mod.make()
+        return model, list(inputs), list(getattr(mod, "EXPECT_RAISE", []))
+    from perf import hf_models
+    model, inputs = hf_models.make(spec["case"])
+    return model, list(inputs), list(hf_models.EXPECT_RAISE.get(spec["case"], []))
+
+
+def call(model, inp):
+    if isinstance(inp, dict):
+        return model(**inp)
+    return model(*inp)
+
+
+def to_device(inp, device):
+    if isinstance(inp, dict):
+        return {k: (v.to(device) if hasattr(v, "to") else v) for k, v in inp.items()}
+    return tuple(v.to(device) if hasattr(v, "to") else v for v in inp)
+
+
+def leaves(out):
+    """Flatten a model output (tensor, tuple, ModelOutput) into a list of tensors."""
+    import torch
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if hasattr(out, "to_tuple"):
+        out = out.to_tuple()
+    if isinstance(out, dict):
+        out = list(out.values())
+    res = []
+    if isinstance(out, (list, tuple)):
+        for o in out:
+            res.extend(leaves(o))
+    return res

@@ -1,0 +1,283 @@
+"""results.json rows, report.md and PNG charts for perf/run.py."""
+import math
+import os
+
+PAPER = ("GraphMend paper (arXiv 2509.16248, CGO 2027; torch 2.12, transformers 4.52.4, RTX 3090/A40/H100, "
+         "mode=\"reduce-overhead\", large batches): 107 of 147 breaks removed (73%) in 27 Hugging Face models, "
+         "21 fully fixed; cold start up to 26x faster, about 5x on average; steady state up to 1.39x "
+         "(their artifact re-derives 1.00-1.03x).")
+
+SCALARS = [  # (metric, unit)
+    ("cold_s", "s"), ("steady_median_s", "s"), ("steady_mean_s", "s"), ("flip_s", "s"),
+    ("flip_warm_median_s", "s"), ("eager_median_s", "s"), ("import_s", "s"), ("wall_s", "s"),
+    ("loadavg_start", "load"), ("loadavg_end", "load"), ("graphs_after_cold", "graphs"), ("graph_calls_per_forward", "calls"), ("recompiles_steady", "graphs"),
+    ("recompiles_flip", "graphs"), ("unique_graphs_total", "graphs"), ("changed_lines", "lines"),
+]
+
+
+def breaks(res):
+    """Graph breaks seen on any non-raising input: max of explain() and the counting backend (graphs - 1)."""
+    ex = res.get("explain") or {}
+    if not ex:
+        return None
+    return max(max(e["breaks"], e["counting_breaks"]) for e in ex.values())
+
+
+def graphs(res):
+    ex = res.get("explain") or {}
+    return max((max(e["graphs"], e["counting_graphs"]) for e in ex.values()), default=None)
+
+
+def equal_to_unfixed(res):
+    cmp_ = res.get("vs_unfixed")
+    if not cmp_:
+        return None
+    eager = [v for k, v in cmp_.items() if k.startswith("eager")]
+    if all(v["equal"] for v in eager):
+        return "equal"
+    if all(v["allclose"] for v in eager):
+        return "allclose"
+    return "DIFFERENT"
+
+
+def rows_for(case, kind, variant, mode, res, meta):
+    base = {"case": case, "kind": kind, "variant": variant, "mode": mode, "torch": meta["torch"],
+            "transformers": meta["transformers"], "device": meta["device"], "backend": meta["backend"],
+            "machine": meta["machine"]}
+    rows = []
+
+    def add(metric, value, unit=""):
+        rows.append(dict(base, metric=metric, value=value, unit=unit))
+    if "error" in res:
+        add("error", res["error"])
+        add("wall_s", res.get("wall_s"), "s")
+        return rows
+    for metric, unit in SCALARS:
+        if res.get(metric) is not None:
+            add(metric, res[metric], unit)
+    add("breaks", breaks(res), "breaks")
+    add("graphs", graphs(res), "graphs")
+    for i, e in (res.get("explain") or {}).items():
+        add(f"explain_breaks_input{i}", e["breaks"], "breaks")
+        add(f"explain_graphs_input{i}", e["graphs"], "graphs")
+        add(f"counting_breaks_input{i}", e["counting_breaks"], "breaks")
+        add(f"graph_calls_per_forward_input{i}", e["graph_calls_per_forward"], "calls")
+        add(f"break_reasons_input{i}", e["reasons"])
+    for i, m in (res.get("compiled_matches_eager") or {}).items():
+        add(f"compiled_allclose_eager_input{i}", m["allclose"])
+    for i, r in (res.get("raises_compiled") or {}).items():
+        add(f"raises_compiled_input{i}", r)
+    for i, r in (res.get("raises_eager") or {}).items():
+        add(f"raises_eager_input{i}", r)
+    if variant != "unfixed":
+        add("output_vs_unfixed", equal_to_unfixed(res))
+    return rows
+
+
+def progress(variant, mode, res):
+    tag = variant + ("" if mode is None else f"@{mode}")
+    if "error" in res:
+        return f"{tag}: ERROR {res['error'][:80]}"
+    flip = f" flip {res['flip_s'] * 1e3:.0f}ms" if res.get("flip_s") is not None else ""
+    return (f"{tag}: breaks {breaks(res)} cold {res['cold_s']:.1f}s steady {res['steady_median_s'] * 1e3:.2f}ms"
+            f"{flip} ({res['wall_s']:.0f}s)")
+
+
+def gmean(xs):
+    xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def fmt(x, unit="s"):
+    if x is None:
+        return "-"
+    if unit == "s":
+        return f"{x:.2f} s" if x >= 1 else f"{x * 1e3:.2f} ms" if x >= 1e-3 else f"{x * 1e6:.0f} us"
+    return f"{x:.2f}x"
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def write(out, meta, cases):
+    variants = [v for v in meta["variants"] if v != "unfixed"]
+    mode = "default"
+    lines = [f"# graphmend-lint perf report ({'quick' if meta['quick'] else 'full'} run)", ""]
+    lines += [f"- torch {meta['torch']}, transformers {meta['transformers']}, device `{meta['device']}`, backend "
+              f"`{meta['backend']}`, modes {meta['modes']}", f"- machine: {meta['machine']}, Python {meta['python']}",
+              f"- date {meta['date_utc']}, {meta['steady_calls']} steady-state calls, total wall "
+              f"{meta.get('total_wall_s', 0):.0f} s"]
+    if meta["fixer_missing"]:
+        lines.append("- **graphmend_lint is not installed: every fixed variant is an unmodified copy (fixed == unfixed).**")
+    for v in variants:
+        st = meta["fixer_status"][v]
+        lines.append(f"- fixer for `{v}`: {st}" + ("" if st == "ok" else
+                     f" - output tail: `{meta['fixer_output'][v].strip().splitlines()[-1][:200] if meta['fixer_output'][v].strip() else ''}`"))
+    nochange = [c["case"] for c in cases if all(r.get("changed_lines", 0) == 0 for k, r in c["variants"].items()
+                                                 if not k.startswith("unfixed"))]
+    if nochange:
+        lines.append(f"- the fixer changed nothing in: {', '.join(nochange)} (fixed == unfixed there)")
+    lines += ["", "Method: each case x variant runs in a fresh process with an empty inductor cache "
+              "(TORCHINDUCTOR_CACHE_DIR=new temp dir, TORCHINDUCTOR_FX_GRAPH_CACHE=0, TORCHINDUCTOR_COMPILE_THREADS=1). "
+              "cold = first call incl. compile; steady = median of the next calls on the same input; flip = first "
+              "call on an input that takes the other branch after warm-up; breaks = max over inputs of "
+              "`torch._dynamo.explain` and a counting backend (graphs - 1); calls/fwd = compiled graphs executed "
+              "per forward (a graph compiled once but run in every layer counts each time). The fixed variants are "
+              "produced by running `graphmend-lint check --fix --exit-zero` on copies of the sources "
+              "(diffs in `diffs/`).", ""]
+    for v in variants:
+        lines += table_breaks(cases, v, mode), ""
+        lines += table_latency(cases, v, mode), ""
+    for m in meta["modes"]:
+        if m != "default":
+            for v in variants:
+                lines += [f"### mode={m}", ""] + table_latency(cases, v, m) + [""]
+    lines += ["## Paper figures for comparison", "", PAPER, ""]
+    lines += remaining(cases, variants, mode)
+    lines += findings_table(cases)
+    lines += ["## Charts", "", "![breaks](breaks.png)", "", "![ratios](ratios.png)", ""]
+    open(os.path.join(out, "report.md"), "w").write("\n".join(x for x in flatten(lines)) + "\n")
+    charts(out, cases, variants, mode)
+
+
+def flatten(lines):
+    for x in lines:
+        if isinstance(x, list):
+            yield from flatten(x)
+        else:
+            yield x
+
+
+def pair(c, v, mode):
+    return c["variants"].get(f"unfixed@{mode}", {}), c["variants"].get(f"{v}@{mode}", {})
+
+
+def table_breaks(cases, v, mode):
+    out = [f"## Graph breaks: unfixed vs {v}", "",
+           "| case | kind | breaks unfixed | breaks fixed | removed | graphs | calls/fwd | recompiles on flip | "
+           "changed lines | output vs unfixed | raises (compiled, bad input) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    tot_b = tot_a = 0
+    full = with_breaks = 0
+    for c in cases:
+        u, f = pair(c, v, mode)
+        bu, bf = breaks(u), breaks(f)
+        if bu is not None and bf is not None:
+            tot_b += bu
+            tot_a += bf
+            with_breaks += bu > 0
+            full += bu > 0 and bf == 0
+        raises = "; ".join(f"{r or 'no raise'} -> {s or 'no raise'}" for r, s in
+                           zip((u.get("raises_compiled") or {}).values(), (f.get("raises_compiled") or {}).values()))
+        out.append(f"| {c['case']} | {c['kind']} | {bu if bu is not None else 'ERR'} | "
+                   f"{bf if bf is not None else 'ERR'} | {(bu - bf) if None not in (bu, bf) else '-'} | "
+                   f"{graphs(u)} -> {graphs(f)} | {u.get('graph_calls_per_forward')} -> "
+                   f"{f.get('graph_calls_per_forward')} | {u.get('recompiles_flip', '-')} -> "
+                   f"{f.get('recompiles_flip', '-')} | {f.get('changed_lines', '-')} | {equal_to_unfixed(f)} | "
+                   f"{raises or '-'} |")
+    pct = f" ({100 * (tot_b - tot_a) / tot_b:.0f}%)" if tot_b else ""
+    out += ["", f"**Total: {tot_b - tot_a} of {tot_b} breaks removed{pct}; {full} of {with_breaks} cases with "
+            f"breaks fully fixed** (paper: 107 of 147, 73%; 21 of 27 models)."]
+    return out
+
+
+def table_latency(cases, v, mode):
+    out = [f"## Latency ({mode}): unfixed vs {v} (ratio = unfixed / fixed, > 1 means the fix is faster)", "",
+           "| case | cold unfixed | cold fixed | cold ratio | steady unfixed | steady fixed | steady ratio | "
+           "flip unfixed | flip fixed | flip ratio | eager (unfixed) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rs = {"cold": [], "steady": [], "flip": []}
+    rs_changed = {"cold": [], "steady": [], "flip": []}
+    for c in cases:
+        u, f = pair(c, v, mode)
+        r = {"cold": ratio(u.get("cold_s"), f.get("cold_s")),
+             "steady": ratio(u.get("steady_median_s"), f.get("steady_median_s")),
+             "flip": ratio(u.get("flip_s"), f.get("flip_s"))}
+        for k in rs:
+            rs[k].append(r[k])
+            if f.get("changed_lines"):
+                rs_changed[k].append(r[k])
+        out.append(f"| {c['case']} | {fmt(u.get('cold_s'))} | {fmt(f.get('cold_s'))} | {fmt(r['cold'], 'x')} | "
+                   f"{fmt(u.get('steady_median_s'))} | {fmt(f.get('steady_median_s'))} | {fmt(r['steady'], 'x')} | "
+                   f"{fmt(u.get('flip_s'))} | {fmt(f.get('flip_s'))} | {fmt(r['flip'], 'x')} | "
+                   f"{fmt(u.get('eager_median_s'))} |")
+    out.append(f"| **geomean, all cases** | | | {fmt(gmean(rs['cold']), 'x')} | | | {fmt(gmean(rs['steady']), 'x')} "
+               f"| | | {fmt(gmean(rs['flip']), 'x')} | |")
+    out.append(f"| **geomean, cases the fixer changed** | | | {fmt(gmean(rs_changed['cold']), 'x')} | | | "
+               f"{fmt(gmean(rs_changed['steady']), 'x')} | | | {fmt(gmean(rs_changed['flip']), 'x')} | |")
+    best = {k: max([x for x in rs[k] if x], default=None) for k in rs}
+    out += ["", f"Best ratios: cold {fmt(best['cold'], 'x')}, steady {fmt(best['steady'], 'x')}, flip "
+            f"{fmt(best['flip'], 'x')} (paper: cold up to 26x / ~5x avg, steady up to 1.39x; no flip figure)."]
+    return out
+
+
+def remaining(cases, variants, mode):
+    out = ["## Breaks that remain after the fix", ""]
+    for v in variants:
+        seen = []
+        for c in cases:
+            f = c["variants"].get(f"{v}@{mode}", {})
+            for i, e in (f.get("explain") or {}).items():
+                for r in e["reasons"]:
+                    item = f"- `{v}` {c['case']} (input {i}): {r['where']} `{r['line']}` - {r['reason']}"
+                    if item.split(" (input")[0] + r["where"] + r["reason"] not in [s[0] for s in seen]:
+                        seen.append((item.split(" (input")[0] + r["where"] + r["reason"], item))
+                if e["breaks"] > len(e["reasons"]) or e["counting_breaks"] > e["breaks"]:
+                    key = f"{v}{c['case']}uncounted"
+                    if key not in [s[0] for s in seen]:
+                        seen.append((key, f"- `{v}` {c['case']}: {max(e['breaks'], e['counting_breaks'])} breaks, "
+                                          f"{len(e['reasons'])} with a reason from explain() (explain undercounts)"))
+            if "error" in f:
+                seen.append((c["case"], f"- `{v}` {c['case']}: worker error: {f['error'][:200]}"))
+        out += [s[1] for s in seen] or ["- none"]
+        out.append("")
+    return out
+
+
+def findings_table(cases):
+    out = ["## Lint findings on the unfixed sources (`graphmend-lint check`)", "", "| case | files | findings |",
+           "|---|---|---|"]
+    for c in cases:
+        fnd = ", ".join(f"{k} x{n}" for k, n in sorted(c.get("findings", {}).items())) or "none"
+        out.append(f"| {c['case']} | {', '.join(c['files'])} | {fnd} |")
+    return out + [""]
+
+
+def charts(out, cases, variants, mode):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = [c["case"] for c in cases]
+    x = range(len(names))
+    width = 0.8 / (1 + len(variants))
+    fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(names) + 2), 4))
+    for j, v in enumerate(["unfixed"] + variants):
+        vals = [breaks(c["variants"].get(f"{v}@{mode}", {})) or 0 for c in cases]
+        ax.bar([i + j * width for i in x], vals, width, label=v)
+    ax.set_xticks([i + width * len(variants) / 2 for i in x])
+    ax.set_xticklabels(names, rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel("graph breaks")
+    ax.set_title("Graph breaks before / after graphmend-lint --fix")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "breaks.png"), dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 3, figsize=(max(9, 1.2 * len(names) + 4), 4), sharey=False)
+    for ax, (key, metric) in zip(axes, [("cold", "cold_s"), ("steady", "steady_median_s"), ("flip", "flip_s")]):
+        for j, v in enumerate(variants):
+            vals = []
+            for c in cases:
+                u, f = pair(c, v, mode)
+                vals.append(ratio(u.get(metric), f.get(metric)) or float("nan"))
+            ax.bar([i + j * 0.8 / len(variants) for i in x], vals, 0.8 / len(variants), label=v)
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_title(f"{key}: unfixed / fixed")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(names, rotation=45, ha="right", fontsize=7)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "ratios.png"), dpi=110)
+    plt.close(fig)

@@ -1,0 +1,236 @@
+"""Measure graph breaks and latency of models before and after graphmend-lint fixes.
+
+    python perf/run.py [--device auto|cpu|cuda] [--backend inductor|aot_eager|eager] [--quick] [--unsafe] --out DIR
+
+Every case runs in fresh worker processes (perf/worker.py), one per variant, each with an empty inductor
+cache.  The fixed variants are produced by running the fixer on copies of the sources (perf/fixer.py).
+"""
+import argparse
+import glob
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from perf import fixer, hf_models, report  # noqa: E402
+
+QUICK_LOCAL = ["branch_block", "logging_layer"]
+QUICK_HF = ["hf_bart"]
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--backend", default=None, choices=["inductor", "aot_eager", "eager"],
+                    help="default: inductor (eager with --quick)")
+    ap.add_argument("--quick", action="store_true", help="small subset, eager backend, < 2 minutes")
+    ap.add_argument("--unsafe", action="store_true", help="also measure --unsafe-fixes")
+    ap.add_argument("--steady", type=int, default=None, help="steady-state calls (>= 9)")
+    ap.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
+    ap.add_argument("--no-hf", action="store_true", help="skip the transformers models")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per worker")
+    ap.add_argument("--out", required=True)
+    return ap.parse_args(argv)
+
+
+def discover(args):
+    """[(name, kind, source)] where kind is local|fixture|hf."""
+    cases = []
+    for p in sorted(glob.glob(os.path.join(HERE, "models", "*.py"))):
+        name = os.path.splitext(os.path.basename(p))[0]
+        if not name.startswith("_"):
+            cases.append((name, "local", p))
+    for p in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "*", "*.py"))):
+        try:
+            text = open(p).read()
+        except OSError:
+            continue
+        if "def make(" in text and "nn.Module" in text:  # optional convention for fixtures
+            code = os.path.basename(os.path.dirname(p))
+            cases.append((f"fx_{code}_{os.path.splitext(os.path.basename(p))[0]}", "fixture", p))
+    if not args.no_hf:
+        cases += [(name, "hf", name) for name in hf_models.HF_CASES]
+    if args.quick:
+        cases = [c for c in cases if c[0] in QUICK_LOCAL + QUICK_HF]
+    if args.cases:
+        want = set(args.cases.split(","))
+        cases = [c for c in cases if c[0] in want]
+    return cases
+
+
+def prepare(cases, variants, work):
+    """Copy sources per variant and run the fixer on the fixed ones.  Returns per-variant info."""
+    local = [src for _, kind, src in cases if kind in ("local", "fixture")]
+    hf_rel = sorted({rel for name, kind, _ in cases if kind == "hf" for rel in hf_models.HF_CASES[name][1]})
+    info = {}
+    for v in variants:
+        dest = os.path.join(work, v)
+        t0 = time.time()
+        paths, pkgs = fixer.copy_tree(local, hf_rel, dest, copy_hf=(v != "unfixed"))
+        entry = {"dest": dest, "pkgs": pkgs, "paths": paths, "copy_s": time.time() - t0}
+        if v == "unfixed":
+            entry["findings"] = {}
+            for src, dst in paths.items():
+                entry["findings"][src] = fixer.findings(dst, dest)[0]
+            entry["fixer_status"], entry["fixer_output"] = "not run (unfixed)", ""
+        else:
+            rc, out, status = fixer.lint(list(paths.values()), dest, fix=True, unsafe=(v == "fixed_unsafe"))
+            entry["fixer_status"], entry["fixer_output"] = status, out
+        entry["diffs"] = {src: fixer.diff(src, dst) for src, dst in paths.items()}
+        info[v] = entry
+    return info
+
+
+def case_files(name, kind, src, entry):
+    """Sources of one case (original paths) and the loader spec for one variant."""
+    if kind == "hf":
+        import transformers
+        base = os.path.dirname(transformers.__file__)
+        files = [os.path.join(base, rel) for rel in hf_models.HF_CASES[name][1]]
+        return files, {"kind": "hf", "case": name}
+    return [src], {"kind": "local", "path": entry["paths"][src]}
+
+
+def run_worker(spec, entry, args, work, tag, mode=None):
+    jobdir = tempfile.mkdtemp(prefix=f"{tag}_", dir=work)
+    job = {"spec": spec, "backend": args.backend, "device": args.device, "mode": mode, "steady": args.steady}
+    env = dict(os.environ)
+    env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(jobdir, "inductor_cache")
+    env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+    env["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile worker pool on a small CPU box
+    env["TRITON_CACHE_DIR"] = os.path.join(jobdir, "triton_cache")
+    pypath = [ROOT]
+    if spec["kind"] == "hf" and entry["pkgs"]:
+        pypath.insert(0, entry["pkgs"])
+        job["expect_transformers"] = os.path.join(entry["pkgs"], "transformers")
+    env["PYTHONPATH"] = os.pathsep.join(pypath + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    json.dump(job, open(os.path.join(jobdir, "job.json"), "w"))
+    out_json, out_pt = os.path.join(jobdir, "res.json"), os.path.join(jobdir, "out.pt")
+    t0 = time.time()
+    try:
+        with open(os.path.join(jobdir, "stdout.txt"), "w") as so, open(os.path.join(jobdir, "stderr.txt"), "w") as se:
+            p = subprocess.run([sys.executable, "-m", "perf.worker", os.path.join(jobdir, "job.json"), out_json,
+                                out_pt], cwd=ROOT, env=env, stdout=so, stderr=se, timeout=args.timeout)
+        log = open(os.path.join(jobdir, "stderr.txt"), errors="replace").read()[-4000:]
+        ok = p.returncode == 0 and os.path.exists(out_json)
+    except subprocess.TimeoutExpired:
+        ok, log = False, f"timeout after {args.timeout}s"
+    res = json.load(open(out_json)) if ok else {"error": log.strip().splitlines()[-1] if log.strip() else "failed"}
+    res["wall_s"] = time.time() - t0
+    res["out_pt"] = out_pt if ok else None
+    return res
+
+
+def compare(a_pt, b_pt):
+    """Eager and compiled outputs of variant b against the eager outputs of the unfixed variant."""
+    import torch
+    from perf.worker import same
+    if not a_pt or not b_pt:
+        return None
+    a, b = torch.load(a_pt), torch.load(b_pt)
+    res = {}
+    for key in ("eager", "compiled"):
+        for i, outs in b[key].items():
+            res[f"{key}{i}"] = same(outs, a["eager"].get(i))
+    return res
+
+
+def machine():
+    cpu = platform.processor()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.machine()}, {cpu}, {os.cpu_count()} cpus"
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.backend is None:
+        args.backend = "eager" if args.quick else "inductor"
+    if args.steady is None:
+        args.steady = 9 if args.quick else 20
+    args.steady = max(args.steady, 9)
+    os.makedirs(args.out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="gm_perf_")
+    variants = ["unfixed", "fixed"] + (["fixed_unsafe"] if args.unsafe else [])
+    modes = [None] + (["reduce-overhead"] if args.device == "cuda" and args.backend == "inductor" else [])
+    cases = discover(args)
+    t_start = time.time()
+    print(f"perf: {len(cases)} cases x {variants} on {args.device}/{args.backend}; work dir {work}", flush=True)
+    info = prepare(cases, variants, work)
+    fixer_missing = fixer.fixer_command() is None
+    try:
+        import transformers
+        tf_version = transformers.__version__
+    except ImportError:
+        tf_version = None
+    meta = {
+        "torch": torch.__version__, "transformers": tf_version, "device": args.device, "backend": args.backend,
+        "machine": machine(), "python": platform.python_version(), "quick": args.quick, "steady_calls": args.steady,
+        "variants": variants, "modes": [m or "default" for m in modes], "fixer_missing": fixer_missing,
+        "fixer_status": {v: info[v]["fixer_status"] for v in variants},
+        "fixer_output": {v: info[v]["fixer_output"][-3000:] for v in variants},
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    diff_dir = os.path.join(args.out, "diffs")
+    os.makedirs(diff_dir, exist_ok=True)
+    rows, cases_out = [], []
+    for n, (name, kind, src) in enumerate(cases, 1):
+        files, _ = case_files(name, kind, src, info["unfixed"])
+        case = {"case": name, "kind": kind, "files": [short(f) for f in files], "variants": {}}
+        findings = {}
+        for f in files:
+            for code, k in info["unfixed"]["findings"].get(f, {}).items():
+                findings[code] = findings.get(code, 0) + k
+        case["findings"] = findings
+        line = [f"[{n}/{len(cases)}] {name:<22}"]
+        for mode in modes:
+            for v in variants:
+                _, spec = case_files(name, kind, src, info[v])
+                changed = 0
+                for f in files:
+                    text, k = info[v]["diffs"].get(f, ("", 0))
+                    changed += k
+                    if text:
+                        open(os.path.join(diff_dir, f"{name}.{v}.diff"), "a").write(text)
+                res = run_worker(spec, info[v], args, work, f"{name}_{v}", mode)
+                res["changed_lines"] = changed
+                if v != "unfixed" and "error" not in res:
+                    res["vs_unfixed"] = compare(case["variants"].get(("unfixed", mode), {}).get("out_pt"),
+                                                res.get("out_pt"))
+                case["variants"][(v, mode)] = res
+                rows += report.rows_for(name, kind, v, mode or "default", res, meta)
+                line.append(report.progress(v, mode, res))
+        print(" | ".join(line), flush=True)
+        case["variants"] = {f"{v}@{m or 'default'}": r for (v, m), r in case["variants"].items()}
+        cases_out.append(case)
+    meta["total_wall_s"] = time.time() - t_start
+    json.dump({"meta": meta, "rows": rows, "cases": cases_out}, open(os.path.join(args.out, "results.json"), "w"),
+              indent=1, default=str)
+    report.write(args.out, meta, cases_out)
+    print(f"perf: wrote {args.out}/results.json, report.md, charts in {meta['total_wall_s']:.0f}s", flush=True)
+    return 0
+
+
+def short(path):
+    return path.split("site-packages/", 1)[-1] if "site-packages/" in path else os.path.relpath(path, ROOT)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
