@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from . import base, fixes
+from . import _effects, base
 
 
 class PrintInCompiledCodeRule(base.GraphMendRule):
@@ -136,16 +136,4 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
         assert self.facts is not None
         if self.facts.bindings.qualify(node.func) is not None or self.compiled_function(node) is None:
             return
-        line = fixes.sole_statement_line(node, self.parent)
-        if line is None:
-            self.flag(node, self.MESSAGE)
-            return
-        spelled, needs_import = self.spell("torch.compiler.is_compiling")
-        self.flag(
-            line,
-            self.MESSAGE,
-            at=node,
-            replacement=fixes.guard_statement(line, spelled),
-            safety=base.Safety.SAFE,
-            needs_torch_import=needs_import,
-        )
+        _effects.report(self, node, self.MESSAGE)

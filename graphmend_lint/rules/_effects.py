@@ -1,0 +1,203 @@
+"""Shared by the GM2xx rules: which calls are print/logging/warnings, and the guard fix.
+
+Every GM2xx finding goes through `report()`: it checks compiled scope, decides whether
+the call can be guarded (a statement of its own, arguments without side effects) and
+says why not when it cannot.
+"""
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from ..analysis.bindings import Bindings, dotted
+from . import base, fixes
+
+LEVELS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal")
+# Logger methods, plus the `*_once` wrappers (transformers' warning_once/info_once) and
+# transformers' warning_advice.
+LOGGER_METHODS = frozenset(LEVELS + ("log", "warning_advice") + tuple(f"{lv}_once" for lv in LEVELS))
+LOGGING_FUNCS = frozenset(f"logging.{name}" for name in LEVELS + ("log",))
+WARN_FUNCS = frozenset({"warnings.warn", "warnings.warn_explicit"})
+LOGGER_FACTORIES = ("getLogger", "get_logger")
+# Method calls that change the object they are called on: compiled code would skip them.
+MUTATING_METHODS = frozenset({
+    "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "setdefault",
+    "add", "discard", "send", "write", "popleft", "appendleft",
+})
+
+NO_FIX_VALUE_USED = "its value is used, so it cannot be guarded as a statement"
+NO_FIX_SHARED_LINE = "it shares its line with other statements"
+NO_FIX_ONE_LINE_BODY = "it is the body of a one-line compound statement"
+NO_FIX_SIDE_EFFECT = "an argument has a side effect ({}) that compiled code would then skip"
+
+
+def is_logger_factory(expr: cst.BaseExpression, b: Bindings | None = None) -> bool:
+    """`logging.getLogger(...)`, transformers' `logging.get_logger(...)`, `get_logger(...)`,
+    `logging.Logger(...)`."""
+    if not isinstance(expr, cst.Call):
+        return False
+    name = dotted(expr.func)
+    if name is not None and name.split(".")[-1] == "Logger":
+        return b is not None and b.qualify(expr.func) == "logging.Logger"
+    return name is not None and name.split(".")[-1] in LOGGER_FACTORIES
+
+
+class _Assigns(cst.CSTVisitor):
+    """`target = value` pairs (simple targets) in a function or class, nested defs excluded."""
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        self.root = root
+        self.pairs: list[tuple[str, cst.BaseExpression]] = []
+        self.params: set[str] = set()
+        self.depth = 0  # functions entered below a class root
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if node is self.root:
+            self.params = {p.name.value for p in _all_params(node.params)}
+            return True
+        if isinstance(self.root, cst.ClassDef):  # methods are searched for `self.x = ...`
+            self.depth += 1
+            return True
+        return False
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node is not self.root and isinstance(self.root, cst.ClassDef):
+            self.depth -= 1
+
+    def _add(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        name = dotted(target)
+        if name is not None and (self.depth == 0 or name.startswith(("self.", "cls."))):
+            self.pairs.append((name, value))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return node is self.root
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._add(t.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._add(node.target, node.value)
+
+
+def _all_params(p: cst.Parameters) -> list[cst.Param]:
+    out = [*p.posonly_params, *p.params, *p.kwonly_params]
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            out.append(star)
+    return out
+
+
+def _only_factories(pairs: list[tuple[str, cst.BaseExpression]], name: str, b: Bindings) -> bool | None:
+    """True/False when `name` is assigned only factories / something else; None if unassigned."""
+    values = [v for n, v in pairs if n == name]
+    if not values:
+        return None
+    return all(is_logger_factory(v, b) for v in values)
+
+
+class LoggerFinder:
+    """Decides whether `recv.method(...)` is a call on a logger, per rule instance (cached)."""
+
+    def __init__(self, rule: base.GraphMendRule) -> None:
+        self.rule = rule
+        self._funcs: dict[cst.FunctionDef, _Assigns] = {}
+        self._classes: dict[cst.ClassDef, _Assigns] = {}
+
+    def _assigns(self, node: cst.CSTNode, cache: dict) -> _Assigns:
+        if node not in cache:
+            visitor = _Assigns(node)
+            node.visit(visitor)
+            cache[node] = visitor
+        return cache[node]
+
+    def is_logger(self, recv: cst.BaseExpression, func: cst.FunctionDef) -> bool:
+        facts = self.rule.facts
+        assert facts is not None
+        b = facts.bindings
+        if is_logger_factory(recv, b):
+            return True
+        if isinstance(recv, cst.Name):
+            local = self._assigns(func, self._funcs)
+            if recv.value in local.params:
+                return False
+            found = _only_factories(local.pairs, recv.value, b)
+            if found is not None:
+                return found
+            value = facts.scope.index.module_aliases.get(recv.value)
+            return value is not None and is_logger_factory(value, b)
+        if m.matches(recv, m.Attribute(value=m.Name("self") | m.Name("cls"))):
+            cls = facts.scope.index.class_of.get(func)
+            if cls is None:
+                return False
+            attr = recv.attr.value
+            results = []
+            for c in facts.scope.class_bases(cls):
+                pairs = self._assigns(c, self._classes).pairs
+                results += [_only_factories(pairs, f"self.{attr}", b), _only_factories(pairs, attr, b)]
+            known = [r for r in results if r is not None]
+            return bool(known) and all(known)
+        return False
+
+
+def side_effect(call: cst.Call) -> str | None:
+    """A short description of the first argument expression that changes state, if any."""
+    for arg in call.args:
+        for node in _walk(arg.value):
+            if isinstance(node, cst.NamedExpr):
+                return "`:=`"
+            if isinstance(node, (cst.Yield, cst.Await)):
+                return "`yield`" if isinstance(node, cst.Yield) else "`await`"
+            if isinstance(node, cst.Call):
+                if isinstance(node.func, cst.Attribute):
+                    name = node.func.attr.value
+                    inplace = name.endswith("_") and not name.startswith("_")
+                    if inplace or name in MUTATING_METHODS:
+                        return f"`.{name}()`"
+                elif isinstance(node.func, cst.Name) and node.func.value == "next":
+                    return "`next()`"
+    return None
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def refusal(call: cst.Call, parent) -> str | None:
+    """Why the guard fix cannot be applied to `call`, or None when it can."""
+    expr_stmt = parent(call)
+    if not isinstance(expr_stmt, cst.Expr) or expr_stmt.value is not call:
+        return NO_FIX_VALUE_USED
+    line = parent(expr_stmt)
+    if isinstance(line, cst.SimpleStatementSuite):
+        return NO_FIX_ONE_LINE_BODY
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return NO_FIX_SHARED_LINE
+    if not isinstance(parent(line), cst.IndentedBlock):
+        return NO_FIX_SHARED_LINE
+    effect = side_effect(call)
+    if effect is not None:
+        return NO_FIX_SIDE_EFFECT.format(effect)
+    return None
+
+
+def report(rule: base.GraphMendRule, call: cst.Call, message: str) -> None:
+    """Flag `call` (already known to be print/logging/warnings in compiled scope)."""
+    reason = refusal(call, rule.parent)
+    if reason is not None:
+        rule.flag(call, f"{message} (no fix: {reason})")
+        return
+    line = fixes.sole_statement_line(call, rule.parent)
+    assert line is not None
+    spelled, needs_import = rule.spell("torch.compiler.is_compiling")
+    rule.flag(
+        line,
+        message,
+        at=call,
+        replacement=fixes.guard_statement(line, spelled),
+        safety=base.Safety.SAFE,
+        needs_torch_import=needs_import,
+    )
