@@ -71,10 +71,13 @@ def diff(orig, new):
     return "".join(lines), changed
 
 
-def findings(path, cwd):
-    """GM codes reported by `check` (no fix) on one file: {code: count}, plus the raw output."""
-    rc, out, status = lint([path], cwd)
-    codes = {}
-    for c in CODE_RE.findall(out or ""):
-        codes[c] = codes.get(c, 0) + 1
-    return codes, status, out
+def findings(paths, cwd):
+    """GM codes reported by one `check` run (no fix): {path: {code: count}} (ruff-style `path:line:col: CODE`)."""
+    rc, out, status = lint(list(paths), cwd)
+    res = {p: {} for p in paths}
+    for line in (out or "").splitlines():
+        for p in paths:
+            if line.startswith((p + ":", os.path.relpath(p, cwd) + ":")):
+                for c in CODE_RE.findall(line)[:1]:
+                    res[p][c] = res[p].get(c, 0) + 1
+    return res, status, out

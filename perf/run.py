@@ -37,6 +37,9 @@ def parse_args(argv=None):
     ap.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
     ap.add_argument("--no-hf", action="store_true", help="skip the transformers models")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per worker")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="CPU intra-op threads per worker (default 1: stable timings on a small shared machine; "
+                         "0 = torch default)")
     ap.add_argument("--out", required=True)
     return ap.parse_args(argv)
 
@@ -77,14 +80,15 @@ def prepare(cases, variants, work):
         paths, pkgs = fixer.copy_tree(local, hf_rel, dest, copy_hf=(v != "unfixed"))
         entry = {"dest": dest, "pkgs": pkgs, "paths": paths, "copy_s": time.time() - t0}
         if v == "unfixed":
-            entry["findings"] = {}
-            for src, dst in paths.items():
-                entry["findings"][src] = fixer.findings(dst, dest)[0]
+            found, _, _ = fixer.findings(list(paths.values()), dest)
+            entry["findings"] = {src: found[dst] for src, dst in paths.items()}
             entry["fixer_status"], entry["fixer_output"] = "not run (unfixed)", ""
         else:
             rc, out, status = fixer.lint(list(paths.values()), dest, fix=True, unsafe=(v == "fixed_unsafe"))
             entry["fixer_status"], entry["fixer_output"] = status, out
         entry["diffs"] = {src: fixer.diff(src, dst) for src, dst in paths.items()}
+        entry["prepare_s"] = time.time() - t0
+        print(f"perf: prepared {v} in {entry['prepare_s']:.0f}s (fixer: {entry['fixer_status']})", flush=True)
         info[v] = entry
     return info
 
@@ -107,6 +111,8 @@ def run_worker(spec, entry, args, work, tag, mode=None):
     env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     env["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
     env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile worker pool on a small CPU box
+    if args.device == "cpu" and args.threads:
+        env["OMP_NUM_THREADS"] = str(args.threads)  # eager ops and inductor's C++ kernels alike
     env["TRITON_CACHE_DIR"] = os.path.join(jobdir, "triton_cache")
     pypath = [ROOT]
     if spec["kind"] == "hf" and entry["pkgs"]:
@@ -183,7 +189,8 @@ def main(argv=None):
     meta = {
         "torch": torch.__version__, "transformers": tf_version, "device": args.device, "backend": args.backend,
         "machine": machine(), "python": platform.python_version(), "quick": args.quick, "steady_calls": args.steady,
-        "variants": variants, "modes": [m or "default" for m in modes], "fixer_missing": fixer_missing,
+        "variants": variants, "cpu_threads": args.threads if args.device == "cpu" else None,
+        "modes": [m or "default" for m in modes], "fixer_missing": fixer_missing,
         "fixer_status": {v: info[v]["fixer_status"] for v in variants},
         "fixer_output": {v: info[v]["fixer_output"][-3000:] for v in variants},
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

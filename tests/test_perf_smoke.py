@@ -4,9 +4,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow  # about a minute on an idle 2-core machine
 def test_perf_quick_run(tmp_path):
     out = tmp_path / "perf"
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "perf", "run.py"), "--quick", "--device", "cpu",
