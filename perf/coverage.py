@@ -1,0 +1,331 @@
+"""Which real graph breaks does graphmend-lint predict? Recall and precision against Dynamo.
+
+    python -m perf.coverage                 # the model suite below -> perf/results/coverage/
+    python -m perf.coverage hf_bart hf_t5   # some of them
+
+For each model: compile it with the "eager" backend, run every input, and record each graph break
+from Dynamo's `graph_breaks` log artifact (file:line, GB id, reason; the same source `TORCH_LOGS=
+graph_breaks` prints). Each file holding a break or a traced module class is linted with
+`graphmend_lint.engine.check`; a break is "predicted" when one of our findings spans its line.
+Recall = predicted breaks / breaks seen. Precision = findings on a line that ran (eager line
+coverage of the same inputs) which match a break / all findings on lines that ran.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import torch  # noqa: E402
+import torch._dynamo  # noqa: E402
+
+from graphmend_lint import engine  # noqa: E402
+from graphmend_lint.settings import Settings  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results" / "coverage"
+BREAK_RE = re.compile(r"Graph break (?:\(.*?\) )?in user code at (?P<file>.+):(?P<line>\d+)")
+GB_RE = re.compile(r"/gb/gb(\d{4})\.html")
+FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)', re.MULTILINE)
+
+
+def _registry() -> dict[str, str]:
+    path = Path(torch._dynamo.__file__).parent / "graph_break_registry.json"
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    return {k: (v[0] if isinstance(v, list) else v).get("Gb_type", "") for k, v in data.items()}
+
+
+REGISTRY = _registry()
+
+
+@dataclass
+class Break:
+    file: str
+    line: int
+    gb: str | None  # "GB0124"
+    reason: str  # the registry's Gb_type, else the first line of the reason
+    codes: list[str] = field(default_factory=list)  # our findings on that line
+    stack: list[tuple[str, int]] = field(default_factory=list)  # user frames, outermost first
+
+    def line_in(self, path: str) -> int | None:
+        """The line of the innermost frame in `path` (a break inside copy.py called from a model)."""
+        path = os.path.realpath(path)
+        for f, line in reversed([*self.stack, (self.file, self.line)]):
+            if os.path.realpath(f) == path:
+                return line
+        return None
+
+    @property
+    def where(self) -> str:
+        return f"{short(self.file)}:{self.line}"
+
+
+def short(path: str) -> str:
+    for marker in ("site-packages/", "/work/main/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
+class _Collector(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.breaks: list[Break] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        m = BREAK_RE.search(msg)
+        if m is None:
+            return
+        gb = GB_RE.search(msg)
+        gb_id = f"GB{gb.group(1)}" if gb else None
+        body = [ln.strip() for ln in msg.splitlines()[1:] if ln.strip()]
+        body = [ln for ln in body if not ln.startswith(("Graph Break Reason", "Encountered graph break"))]
+        reason = REGISTRY.get(gb_id or "", "") or (body[0] if body else "")
+        tail = msg.split("User code traceback:", 1)
+        stack = [(f.group("file"), int(f.group("line"))) for f in FRAME_RE.finditer(tail[1])] if len(tail) > 1 else []
+        self.breaks.append(Break(m.group("file"), int(m.group("line")), gb_id, reason, stack=stack))
+
+
+def capture_breaks(run) -> list[Break]:
+    """Run `run()` (which calls compiled code) and return the distinct graph breaks it logged."""
+    collector = _Collector()
+    logger = logging.getLogger("torch._dynamo")
+    torch._logging.set_logs(graph_breaks=True)
+    loggers = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict) if n.startswith("torch")]
+    quiet = [(h, h.level) for lg in loggers for h in lg.handlers]
+    for h, _ in quiet:
+        h.setLevel(logging.WARNING)  # keep the artifact off the console: we collect it ourselves
+    logger.addHandler(collector)
+    try:
+        run()
+    finally:
+        logger.removeHandler(collector)
+        torch._logging.set_logs()
+        for h, level in quiet:
+            h.setLevel(level)
+    seen, out = set(), []
+    for b in collector.breaks:
+        key = (b.file, b.line, b.gb)
+        if key not in seen:
+            seen.add(key)
+            out.append(b)
+    return out
+
+
+def _call(fn, args):
+    if isinstance(args, dict):
+        return fn(**args)
+    return fn(*args)
+
+
+def compiled_breaks(model, inputs) -> list[Break]:
+    """Breaks seen when `model` is compiled (backend "eager": no inductor) and run on every input."""
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="eager")
+
+    def run() -> None:
+        with torch.no_grad():
+            for args in inputs:
+                try:
+                    _call(compiled, args)
+                except Exception:  # inputs that take a raising path still count their breaks
+                    pass
+
+    return capture_breaks(run)
+
+
+def executed_lines(model, inputs, files: set[str]) -> dict[str, set[int]]:
+    """Lines of `files` that run in eager mode on `inputs` (a light sys.settrace line coverage)."""
+    hit: dict[str, set[int]] = {f: set() for f in files}
+
+    def local(frame, event, arg):
+        if event == "line":
+            hit[frame.f_code.co_filename].add(frame.f_lineno)
+        return local
+
+    def glob(frame, event, arg):
+        if frame.f_code.co_filename in hit:
+            hit[frame.f_code.co_filename].add(frame.f_lineno)
+            return local
+        return None
+
+    sys.settrace(glob)
+    try:
+        with torch.no_grad():
+            for args in inputs:
+                try:
+                    _call(model, args)
+                except Exception:
+                    pass
+    finally:
+        sys.settrace(None)
+    return hit
+
+
+def module_files(model) -> set[str]:
+    """Source files of the classes of the model's modules (torch's own nn modules excluded)."""
+    import inspect
+
+    files = set()
+    for m in model.modules() if isinstance(model, torch.nn.Module) else []:
+        try:
+            f = inspect.getsourcefile(type(m))
+        except TypeError:
+            continue
+        if f and "/torch/" not in f:
+            files.add(os.path.realpath(f))
+    return files
+
+
+def lint(path: str):
+    return engine.check(Path(path).read_bytes(), Settings()).findings
+
+
+def _hits(b: Break, path: str, finding) -> bool:
+    line = b.line_in(path)
+    return line is not None and finding.line <= line <= finding.end_line
+
+
+def match(breaks: list[Break], findings_by_file: dict[str, list]) -> None:
+    for b in breaks:
+        b.codes = sorted({x.code for f, xs in findings_by_file.items() for x in xs if _hits(b, f, x)})
+
+
+def analyse(name: str, model, inputs) -> dict:
+    t0 = time.perf_counter()
+    breaks = compiled_breaks(model, inputs)
+    t_compile = time.perf_counter() - t0
+    files = module_files(model) | {os.path.realpath(f) for b in breaks for f, _ in [*b.stack, (b.file, b.line)]
+                                   if "/torch/" not in f and ("site-packages" in f or "/lib/python3" not in f)}
+    findings = {f: lint(f) for f in sorted(files) if f.endswith(".py") and os.path.exists(f)}
+    match(breaks, findings)
+    ran = executed_lines(model, inputs, set(findings))
+    live = [(f, x) for f, xs in findings.items() for x in xs
+            if any(line in ran.get(f, ()) for line in range(x.line, x.end_line + 1))]
+    matched = [(f, x) for f, x in live
+               if any(_hits(b, f, x) for b in breaks)]
+    predicted = [b for b in breaks if b.codes]
+    return {
+        "model": name,
+        "breaks": [asdict(b) | {"where": b.where} for b in breaks],
+        "breaks_seen": len(breaks),
+        "breaks_predicted": len(predicted),
+        "recall": len(predicted) / len(breaks) if breaks else None,
+        "findings_all": sum(len(v) for v in findings.values()),
+        "findings_on_executed_lines": len(live),
+        "findings_matching_a_break": len(matched),
+        "precision": len(matched) / len(live) if live else None,
+        "unmatched_findings": [f"{short(f)}:{x.line} {x.code}" for f, x in live if (f, x) not in matched],
+        "files": [short(f) for f in findings],
+        "seconds": round(time.perf_counter() - t0, 1),
+        "compile_seconds": round(t_compile, 1),
+    }
+
+
+# -- the model suite -------------------------------------------------------------------------------
+def _hf(case):
+    def make():
+        from perf import hf_models
+        return hf_models.make(case)
+    return make
+
+
+def _decoder(config_name, model_name, **extra):
+    def make():
+        import transformers
+        cfg = getattr(transformers, config_name)(
+            vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0, **extra)
+        cfg._attn_implementation = "eager"
+        model = getattr(transformers, model_name)(cfg).eval()
+        ids = torch.randint(3, 128, (2, 8), generator=torch.Generator().manual_seed(1))
+        mask = torch.ones_like(ids)
+        mask[1, :2] = 0  # left padding: the mask path runs
+        return model, [{"input_ids": ids, "attention_mask": mask, "use_cache": False}]
+    return make
+
+
+def _gpt2():
+    import transformers
+    cfg = transformers.GPT2Config(vocab_size=128, n_embd=32, n_layer=2, n_head=4, n_positions=64)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    ids = torch.randint(3, 128, (2, 8), generator=torch.Generator().manual_seed(1))
+    return model, [{"input_ids": ids, "labels": ids, "use_cache": False}]
+
+
+SUITE = {
+    "hf_bart": _hf("hf_bart"),
+    "hf_t5": _hf("hf_t5"),
+    "hf_whisper": _hf("hf_whisper"),
+    "hf_phi3_longrope": _hf("hf_phi3_longrope"),
+    "hf_wav2vec2_ctc": _hf("hf_wav2vec2_ctc"),
+    "hf_marian": _hf("hf_marian"),
+    "hf_gpt2": _gpt2,
+    "hf_llama": _decoder("LlamaConfig", "LlamaForCausalLM"),
+    "hf_mistral": _decoder("MistralConfig", "MistralForCausalLM"),
+}
+
+
+def run_suite(names: list[str]) -> list[dict]:
+    torch.set_num_threads(1)
+    results = []
+    for name in names:
+        torch.manual_seed(0)
+        model, inputs = SUITE[name]()
+        res = analyse(name, model, inputs)
+        print(f"{name}: {res['breaks_predicted']}/{res['breaks_seen']} breaks predicted, "
+              f"{res['findings_matching_a_break']}/{res['findings_on_executed_lines']} findings match "
+              f"({res['seconds']} s)", flush=True)
+        for b in res["breaks"]:
+            print(f"  {b['where']} {b['gb']} {b['reason']} -> {','.join(b['codes']) or 'not predicted'}")
+        results.append(res)
+    return results
+
+
+def totals(results: list[dict]) -> dict:
+    seen = sum(r["breaks_seen"] for r in results)
+    pred = sum(r["breaks_predicted"] for r in results)
+    live = sum(r["findings_on_executed_lines"] for r in results)
+    hit = sum(r["findings_matching_a_break"] for r in results)
+    classes: Counter = Counter()
+    missed: Counter = Counter()
+    for r in results:
+        for b in r["breaks"]:
+            key = f"{b['gb'] or '-'} {b['reason']}"
+            classes[key] += 1
+            if not b["codes"]:
+                missed[key] += 1
+    return {"breaks_seen": seen, "breaks_predicted": pred, "recall": pred / seen if seen else None,
+            "findings_on_executed_lines": live, "findings_matching_a_break": hit,
+            "precision": hit / live if live else None, "break_classes": dict(classes),
+            "unpredicted_classes": dict(missed)}
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(SUITE)
+    t0 = time.perf_counter()
+    results = run_suite(names)
+    summary = {"torch": torch.__version__, "total": totals(results), "models": results,
+               "seconds": round(time.perf_counter() - t0, 1)}
+    if not argv:
+        OUT.mkdir(parents=True, exist_ok=True)
+        (OUT / "coverage.json").write_text(json.dumps(summary, indent=1) + "\n")
+        print(f"wrote {OUT / 'coverage.json'}")
+    t = summary["total"]
+    print(f"total: recall {t['breaks_predicted']}/{t['breaks_seen']}, precision "
+          f"{t['findings_matching_a_break']}/{t['findings_on_executed_lines']}, {summary['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,82 @@
+"""GM9xx findings against Dynamo itself: every finding of a GM9 fixture sits on a line where
+torch breaks the graph, every break of an invalid fixture is predicted, valid fixtures do not break,
+and the configs named in the messages do (or do not) remove the break."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from fixture_io import FIXTURES
+from harness import load
+
+from graphmend_lint import engine
+from graphmend_lint.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from perf import coverage  # noqa: E402
+
+pytestmark = pytest.mark.slow
+CASES = sorted(p for p in FIXTURES.glob("GM9*/*.py") if p.name.startswith(("valid_", "invalid_"))
+               and p.suffixes == [".py"] and "def make(" in p.read_text(encoding="utf-8"))
+SCALARS = {"capture_scalar_outputs": True}
+SHAPES = {"capture_dynamic_output_shape_ops": True}
+# rule -> (config, does it remove the break?) as the rule pages say
+CONFIG = {
+    "GM901": (SCALARS, True), "GM902": (SCALARS, True), "GM903": (SCALARS, True), "GM904": (SCALARS, True),
+    "GM905": (SHAPES, True), "GM906": (SCALARS, True),
+    "GM907": ({**SCALARS, **SHAPES}, False), "GM908": ({**SCALARS, **SHAPES}, False),
+    "GM909": ({**SCALARS, **SHAPES}, False), "GM910": ({**SCALARS, **SHAPES}, False),
+    "GM911": ({**SCALARS, **SHAPES}, False),
+}
+
+
+def _build(case: Path):
+    module = load(case, f"gm9_{case.parent.name}_{case.stem}")
+    torch.manual_seed(0)
+    return module.make()
+
+
+def _breaks_here(case: Path, config: dict | None = None) -> set[int]:
+    fn, inputs = _build(case)
+    with torch._dynamo.config.patch(**(config or {})):
+        breaks = coverage.compiled_breaks(fn, inputs)
+    torch._dynamo.reset()
+    return {b.line_in(str(case)) for b in breaks} - {None}
+
+
+def _graphs(case: Path) -> int:
+    fn, inputs = _build(case)
+    count = [0]
+
+    def backend(gm, example_inputs):
+        count[0] += 1
+        return gm.forward
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=backend)
+    for args in inputs:
+        out = compiled(*args)
+        if hasattr(out, "__next__"):
+            list(out)
+    torch._dynamo.reset()
+    return count[0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_findings_are_the_measured_breaks(case):
+    findings = engine.check(case.read_bytes(), Settings()).findings
+    lines = {f.line for f in findings}
+    if case.parent.name == "GM912":  # a generator frame is skipped whole: no break message, 0 graphs
+        assert _breaks_here(case) == set()
+        assert (_graphs(case) == 0) == case.name.startswith("invalid_")
+        return
+    assert _breaks_here(case) == lines
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name.startswith("invalid_") and c.parent.name in CONFIG],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_config_named_in_the_page(case):
+    config, removes = CONFIG[case.parent.name]
+    assert bool(_breaks_here(case, config)) is not removes
