@@ -1,0 +1,289 @@
+"""Shared pieces of the GM3xx rules: validation checks -> graph-native assertions.
+
+Every fix has the same shape: the original check stays, verbatim, for eager mode, and
+the compiled branch asserts the same condition as a 0-d tensor:
+
+    if not torch.compiler.is_compiling():
+        <original check>
+    else:
+        <graph-native assertion>
+
+`Tensorize` turns a Python-truth condition on tensors into a tensor expression (source
+text), or raises `Refuse` with the reason no fix is offered.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+
+import libcst as cst
+
+from ..analysis import tables as T
+
+BUILTIN_EXCEPTIONS = frozenset(
+    n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)
+)
+# Calls a compiled-branch condition may evaluate an extra time (pure, no RNG).
+_IMPURE = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "dropout", "empty",
+           "empty_like", "bernoulli", "multinomial", "normal"}
+_PURE_NAMES = (set(T.REDUCTIONS) | T.PREDICATES | set(T.ELEMENTWISE) | T.TENSOR_FUNCS | T.TENSOR_METHODS
+               | T.STATIC_METHODS | {"isclose", "allclose", "equal", "abs"}) - _IMPURE
+_SHAPE_LIKE = {"shape", "size", "stride"}
+
+
+class Refuse(Exception):
+    """No fix: the argument says why."""
+
+
+def code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def atom(node: cst.BaseExpression) -> str:
+    """Source of `node`, parenthesised unless it is already an atom."""
+    text = code(node)
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and "\n" not in text:
+        return text
+    if node.lpar and "\n" not in text:
+        return text
+    return f"({text})"
+
+
+def literal(value: str) -> str:
+    """A double-quoted Python string literal for `value`."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _fstring_text(node: cst.FormattedString, part: cst.FormattedStringText) -> str:
+    prefix = node.prefix.lower().replace("f", "")
+    text = part.value.replace("{{", "{").replace("}}", "}")
+    return ast.literal_eval(f"{prefix}{node.quote}{text}{node.quote}")
+
+
+def message_value(node: cst.BaseExpression | None) -> tuple[str, bool] | None:
+    """(text under compile, whether it is the full message) for a literal or f-string message."""
+    if node is None:
+        return "", True
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return (value, True) if isinstance(value, str) else None
+    if isinstance(node, cst.FormattedString):
+        parts = [_fstring_text(node, p) for p in node.parts if isinstance(p, cst.FormattedStringText)]
+        return "".join(parts), not any(isinstance(p, cst.FormattedStringExpression) for p in node.parts)
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = message_value(node.left), message_value(node.right)
+        if left is None or right is None:
+            return None
+        return left[0] + right[0], left[1] and right[1]
+    return None
+
+
+def is_constant_message(node: cst.BaseExpression | None) -> bool:
+    value = message_value(node)
+    return value is not None and value[1]
+
+
+def flatten(node: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
+    """`a and b and c` -> [a, b, c] (for op=cst.And); parenthesised groups stay whole."""
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, op) and not node.lpar:
+        return flatten(node.left, op) + flatten(node.right, op)
+    return [node]
+
+
+class Tensorize:
+    """Classify conditions and rewrite them as 0-d tensor expressions (source text)."""
+
+    def __init__(self, facts, bindings, spell) -> None:
+        self.facts = facts
+        self.b = bindings
+        self.spell = spell  # qualified name -> (spelling, needs_import)
+        self.needs_import = False
+
+    def name(self, qualified: str) -> str:
+        spelled, needs = self.spell(qualified)
+        self.needs_import |= needs
+        return spelled
+
+    # -- classification --------------------------------------------------------
+    def equal_args(self, node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+        """(a, b) for `torch.equal(a, b)` / `a.equal(b)`."""
+        if not isinstance(node, cst.Call) or any(a.keyword or a.star for a in node.args):
+            return None
+        if self.b.qualify(node.func) == "torch.equal" and len(node.args) == 2:
+            return node.args[0].value, node.args[1].value
+        if (isinstance(node.func, cst.Attribute) and node.func.attr.value == "equal" and len(node.args) == 1
+                and self.b.qualify(node.func) is None):
+            return node.func.value, node.args[0].value
+        return None
+
+    def is_allclose(self, node: cst.BaseExpression) -> bool:
+        if not isinstance(node, cst.Call) or any(a.star for a in node.args):
+            return False
+        if self.b.qualify(node.func) == "torch.allclose":
+            return True
+        return (isinstance(node.func, cst.Attribute) and node.func.attr.value == "allclose"
+                and self.b.qualify(node.func) is None)
+
+    def kind(self, node: cst.BaseExpression) -> str:
+        """"static" (known at trace time), "tensor" (a tensor check) or "other"."""
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return self.kind(node.expression)
+        if isinstance(node, cst.BooleanOperation):
+            kinds = {self.kind(node.left), self.kind(node.right)}
+            if "other" in kinds:
+                return "other"
+            return "tensor" if "tensor" in kinds else "static"
+        if self.equal_args(node) is not None or self.is_allclose(node):
+            return "tensor"
+        value = self.facts.value(node)
+        if value.is_tensor:
+            return "tensor"
+        return "static" if value.kind == "static" else "other"
+
+    def scalar_static(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """A trace-time value that is a number, not a shape or a sequence."""
+        if self.facts.value(node).kind != "static" or depth > 5:
+            return False
+        if isinstance(node, (cst.Integer, cst.Float)):
+            return True
+        if isinstance(node, cst.UnaryOperation):
+            return self.scalar_static(node.expression, depth + 1)
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set, cst.Dict, cst.SimpleString, cst.FormattedString)):
+            return False
+        if isinstance(node, cst.Attribute):
+            return node.attr.value not in _SHAPE_LIKE
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in _SHAPE_LIKE:
+                return bool(node.args)
+            return isinstance(node.func, cst.Name) and node.func.value in ("len", "int", "float")
+        if isinstance(node, cst.Subscript):
+            return True  # x.shape[0], config["n"]
+        if isinstance(node, cst.BinaryOperation):
+            return self.scalar_static(node.left, depth + 1) and self.scalar_static(node.right, depth + 1)
+        if isinstance(node, cst.Name):
+            values = self.facts.assigned.get(node.value)
+            if values is None:
+                return node.value in self.facts.params  # a static parameter (annotated int/float)
+            return all(v is not None and self.scalar_static(v, depth + 1) for v in values)
+        return False
+
+    def zero_dim(self, node: cst.BaseExpression) -> bool:
+        value = self.facts.value(node)
+        if value.is_tensor and value.zero_dim:
+            return True
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            ops = [node.left, node.comparisons[0].comparator]
+        elif isinstance(node, cst.BinaryOperation):
+            ops = [node.left, node.right]
+        else:
+            return False
+        tensors = [o for o in ops if self.facts.value(o).is_tensor]
+        return bool(tensors) and all(self.zero_dim(o) if o in tensors else self.scalar_static(o) for o in ops)
+
+    def pure(self, node: cst.BaseExpression) -> bool:
+        """Every call in `node` is a known side-effect-free torch op."""
+        calls: list[cst.Call] = []
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, c: cst.Call) -> None:
+                calls.append(c)
+
+        node.visit(V())
+        for c in calls:
+            f = c.func
+            short = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
+            if short not in _PURE_NAMES and short not in T.PURE_BUILTINS:
+                return False
+        return True
+
+    # -- rewriting -------------------------------------------------------------
+    def truth(self, node: cst.BaseExpression) -> str:
+        """A 0-d tensor expression whose truth is `bool(node)`."""
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            inner = node.expression
+            if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not):
+                return self.truth(inner.expression)
+            return f"{self.name('torch.logical_not')}({self.truth(inner)})"
+        if isinstance(node, cst.BooleanOperation):
+            if self.kind(node.left) != "tensor" or self.kind(node.right) != "tensor":
+                raise Refuse("the condition mixes a trace-time test into a tensor test")
+            if not (self.pure(node.left) and self.pure(node.right)):
+                raise Refuse("`and`/`or` would evaluate a call that Python may skip")
+            func = "torch.logical_and" if isinstance(node.operator, cst.And) else "torch.logical_or"
+            return f"{self.name(func)}({self.truth(node.left)}, {self.truth(node.right)})"
+        if self.equal_args(node) is not None:
+            raise Refuse("`torch.equal` is handled only as `not torch.equal(a, b)`")
+        if self.is_allclose(node):
+            call = node  # allclose(a, b, ...) == isclose(a, b, ...).all(), broadcasting included
+            assert isinstance(call, cst.Call)
+            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in call.args]
+            if isinstance(call.func, cst.Attribute) and self.b.qualify(call.func) is None:
+                func = call.func.with_changes(attr=cst.Name("isclose"))
+            else:
+                func = cst.parse_expression(self.name("torch.isclose"))
+            return f"{code(cst.Call(func, args))}.all()"
+        if self.kind(node) != "tensor":
+            raise Refuse("the condition is not a tensor test")
+        if not self.zero_dim(node):
+            raise Refuse("the condition is not provably a single value (a 0-d tensor)")
+        text = code(node)  # used as a call argument: no parentheses needed
+        return text if "\n" not in text or node.lpar else f"({text})"
+
+    def negate(self, node: cst.BaseExpression) -> str:
+        """A 0-d tensor expression whose truth is `not bool(node)`."""
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return self.truth(node.expression)
+        return f"{self.name('torch.logical_not')}({self.truth(node)})"
+
+
+# -- building the fix ------------------------------------------------------------
+def operand(node: cst.BaseExpression) -> str:
+    """Source of `node` as an operand of `and`."""
+    text = code(node)
+    if "\n" in text or isinstance(node, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)):
+        return text if node.lpar and "\n" not in text else f"({text})"
+    return text
+
+
+def branches(cases: list[tuple[str | None, list[str]]]) -> cst.If | cst.Else:
+    """`elif test: stmts` ... / `else: stmts` clauses (test None = else) from source text."""
+    text = "if True:\n    pass\n"
+    for test, stmts in cases:
+        text += (f"elif {test}:\n" if test is not None else "else:\n")
+        text += "".join(f"    {s}\n" for s in stmts)
+    node = cst.parse_statement(text)
+    assert isinstance(node, cst.If) and node.orelse is not None
+    return node.orelse
+
+
+def eager_split(original: cst.BaseCompoundStatement | cst.SimpleStatementLine, is_compiling: str,
+                compiled: cst.If | cst.Else) -> cst.If:
+    """`if not is_compiling(): <original>` + the compiled branch, comments above kept."""
+    return cst.If(
+        test=cst.parse_expression(f"not {is_compiling}()"),
+        body=cst.IndentedBlock([original.with_changes(leading_lines=())]),
+        orelse=compiled,
+        leading_lines=original.leading_lines,
+    )
+
+
+def module_defines(module: cst.Module, name: str) -> bool:
+    """A top-level class, function or assignment binds `name` (e.g. shadows a builtin)."""
+    for stmt in module.body:
+        if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)) and stmt.name.value == name:
+            return True
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and any(
+                        isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
+                    return True
+    return False
+
+
+def sole_line(node: cst.BaseSmallStatement, parent) -> cst.SimpleStatementLine | None:
+    """The line holding `node` alone, when it sits in an indented block."""
+    line = parent(node)
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    return line if isinstance(parent(line), cst.IndentedBlock) else None

@@ -1,0 +1,273 @@
+from __future__ import annotations
+
+import libcst as cst
+from fixit import Invalid, Valid
+
+from ..analysis import context
+from . import _trap, base
+
+
+class RaiseOnTensorCheckRule(base.GraphMendRule):
+    """
+    ## What it does
+    Finds validation checks `if <tensor condition>: raise E(...)` in code that runs under
+    `torch.compile`: conditions built from `.all()`, `.any()`, `torch.isnan(x).any()`,
+    `not torch.equal(a, b)`, `.allclose()`, or a comparison such as
+    `labels.max() >= self.config.vocab_size`. Trace-time checks (`x.shape[0] != y.shape[0]`,
+    `x.dtype == torch.float16`, `mask is None`) are not flagged.
+
+    ## Why it breaks the graph
+    Python must call `bool()` on the tensor to decide whether to raise. Dynamo cannot know
+    the value while tracing, so it ends the graph there ("generic_jump TensorVariable"),
+    runs the test in Python and starts a new graph after it: one break per check, on good
+    input as well as bad.
+
+    ## Example
+    ```python
+    class CTCHead(nn.Module):
+        def forward(self, logits, labels=None):
+            if labels is not None and labels.max() >= self.config.vocab_size:
+                raise ValueError(f"Label values must be <= vocab_size: {self.config.vocab_size}")
+            return logits.log_softmax(-1)
+    ```
+
+    ## Fix
+    The check is kept, unchanged, for eager mode; under `torch.compile` the same condition
+    is asserted inside the graph with `torch._assert_async`. Leading trace-time conjuncts
+    (`labels is not None and ...`) stay Python tests:
+    ```python
+            if not torch.compiler.is_compiling():
+                if labels is not None and labels.max() >= self.config.vocab_size:
+                    raise ValueError(f"Label values must be <= vocab_size: {self.config.vocab_size}")
+            elif labels is not None:
+                torch._assert_async(torch.logical_not(labels.max() >= self.config.vocab_size), "Label values must be <= vocab_size: ")
+    ```
+    `not torch.equal(a, b)` becomes a trace-time shape test (a mismatch raises the original
+    exception) plus `(a == b).all()`, so broadcasting cannot make unequal shapes pass. Dtypes
+    are not compared: on torch 2.13 `torch.equal` promotes (`equal(int [1, 2], float [1., 2.])`
+    is `True`), and so does `==`. `not a.allclose(b, ...)` becomes `a.isclose(b, ...).all()`
+    (both broadcast); `a or b` / `a and b` over tensor tests become `torch.logical_or/and`.
+
+    Messages under compile: a constant message is kept; an f-string keeps its constant
+    parts only (`f"vocab_size: {n}"` -> `"vocab_size: "`), because the assertion message
+    must be known when the graph is built. Eager runs keep the full message.
+
+    ## Fix safety
+    Safe for builtin exception types: in eager mode `torch.compiler.is_compiling()` is
+    `False`, so exactly the original statement runs: same condition, same exception type,
+    same message, same cause. Under `torch.compile` (torch 2.13, Inductor on CPU) bad input
+    still fails, with `RuntimeError` carrying the (reduced) message instead of the original
+    type: `except ValueError` around a compiled call no longer catches it. A trace-time shape
+    mismatch in the `torch.equal` form raises the original exception while tracing; Dynamo
+    then runs that function eagerly from then on (same as for any check that raises while
+    tracing).
+
+    Unsafe for other exception types (a class defined or imported in the file): eager is
+    unchanged, but `MyError(msg)` may format its message differently and code that catches
+    `MyError` around compiled calls would no longer see it.
+
+    On CUDA, `torch._assert_async` is a device-side assert: the message is lost (the error
+    names only the failed assertion in the kernel), the error surfaces at a later
+    synchronisation point, and the CUDA context is unusable afterwards (the process must
+    restart). Do not rely on catching it. Before about torch 2.9 Inductor dropped
+    `_assert_async` entirely; this fix needs torch 2.9 or newer.
+
+    ## When no fix is offered
+    The finding is reported without a fix when: the `if` has an `elif`/`else` or is itself an
+    `elif`; the body does more than raise; the check sits in a `try` block (under compile the
+    exception type changes and would escape its handlers); the statement is a bare `raise`
+    or `raise ... from <cause>` (`from None` is fine); the exception gets keyword arguments or
+    more than one argument; the message is neither a string literal nor an f-string; the
+    condition is not provably a single value (a 0-d tensor: `_assert_async` would check every
+    element, where `if` raises "Boolean value of Tensor with more than one value is
+    ambiguous"); a trace-time test follows a tensor test; `torch.equal` appears other than as
+    `not torch.equal(a, b)`; or `and`/`or` would evaluate a call Python may skip.
+    """
+
+    CODE = "GM301"
+    NAME = "raise-on-tensor-check"
+    FIX = "sometimes"
+    MESSAGE = ("`if <tensor check>: raise` breaks the graph; keep it for eager and assert with "
+               "`torch._assert_async` under compile")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, y, mask=None):
+                    if x.shape[0] != y.shape[0]:
+                        raise ValueError("batch sizes differ")
+                    if x.dtype == torch.float16 or mask is None:
+                        raise TypeError("unsupported")
+                    return x + y
+            """
+        ),
+        Valid(
+            """
+            import torch
+
+            def eager_only(x):
+                if torch.isnan(x).any():
+                    raise ValueError("nan")
+                return x
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    if torch.isnan(x).any():
+                        raise ValueError("NaN in input")
+                    return x * 2
+            """,
+            expected_replacement="""
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    if not torch.compiler.is_compiling():
+                        if torch.isnan(x).any():
+                            raise ValueError("NaN in input")
+                    else:
+                        torch._assert_async(torch.logical_not(torch.isnan(x).any()), "NaN in input")
+                    return x * 2
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, mask, expected):
+                    if not torch.equal(mask, expected):
+                        raise ValueError(f"bad mask {mask}")
+                    return mask
+            """,
+            expected_replacement="""
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, mask, expected):
+                    if not torch.compiler.is_compiling():
+                        if not torch.equal(mask, expected):
+                            raise ValueError(f"bad mask {mask}")
+                    elif mask.shape != expected.shape:
+                        raise ValueError(f"bad mask {mask}")
+                    else:
+                        torch._assert_async((mask == expected).all(), "bad mask ")
+                    return mask
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    if (x > 0).any(dim=0):
+                        raise ValueError("positive")
+                    return x
+            """
+        ),
+    ]
+
+    def visit_If(self, node: cst.If) -> None:
+        body = node.body.body
+        if not body or not isinstance(body[-1], cst.SimpleStatementLine):
+            return
+        if not isinstance(body[-1].body[-1], cst.Raise):
+            return
+        func = self.compiled_function(node)
+        if func is None:
+            return
+        assert self.facts is not None
+        tz = _trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell)
+        if tz.kind(node.test) != "tensor":
+            return
+        try:
+            compiled, safety, note = self._compiled_branch(node, tz)
+        except _trap.Refuse as why:
+            self.flag(node, f"{self.MESSAGE}; no fix: {why}", at=node.test)
+            return
+        is_compiling = tz.name("torch.compiler.is_compiling")
+        self.flag(node, self.MESSAGE + note, at=node.test, replacement=_trap.eager_split(node, is_compiling, compiled),
+                  safety=safety, needs_torch_import=tz.needs_import)
+
+    def _compiled_branch(self, node: cst.If, tz: _trap.Tensorize) -> tuple[cst.If | cst.Else, base.Safety, str]:
+        assert self.facts is not None
+        up = self.parent(node)
+        if node.orelse is not None or (isinstance(up, cst.If) and up.orelse is node):
+            raise _trap.Refuse("the `if` is part of an `if`/`elif`/`else` chain")
+        if context.in_try(node, self.parent):
+            raise _trap.Refuse("inside a `try` block, whose handlers would see RuntimeError under compile")
+        body = node.body.body
+        if len(body) != 1 or len(body[0].body) != 1:  # type: ignore[attr-defined]
+            raise _trap.Refuse("the body does more than raise")
+        line = body[0]
+        raise_ = line.body[0]  # type: ignore[attr-defined]
+        exc_type, message = self._exception(raise_)
+        safety, note = base.Safety.SAFE, ""
+        if not (isinstance(exc_type, cst.Name) and exc_type.value in _trap.BUILTIN_EXCEPTIONS
+                and self.facts.bindings.qualify(exc_type) is None
+                and not _trap.module_defines(self.facts.module, exc_type.value)):
+            safety = base.Safety.UNSAFE
+            note = (f"; unsafe fix: `{_trap.code(exc_type)}` is not a builtin exception, so its message "
+                    "formatting is unknown and under compile RuntimeError is raised instead")
+        msg = _trap.literal(message)
+        conjuncts = _trap.flatten(node.test, cst.And)
+        kinds = [tz.kind(c) for c in conjuncts]
+        n_static = next((i for i, k in enumerate(kinds) if k != "static"), len(kinds))
+        guards, rest = conjuncts[:n_static], conjuncts[n_static:]
+        if any(k != "tensor" for k in kinds[n_static:]):
+            raise _trap.Refuse("a trace-time test follows a tensor test")
+        guard = " and ".join(_trap.operand(g) for g in guards) or None
+        assert_async = tz.name("torch._assert_async")
+        if len(rest) == 1 and isinstance(rest[0], cst.UnaryOperation) and isinstance(rest[0].operator, cst.Not) \
+                and tz.equal_args(rest[0].expression) is not None:
+            a, b = tz.equal_args(rest[0].expression)  # type: ignore[misc]
+            if not (tz.pure(a) and tz.pure(b)):
+                raise _trap.Refuse("the operands of `torch.equal` would be evaluated twice")
+            mismatch = f"{_trap.atom(a)}.shape != {_trap.atom(b)}.shape"
+            raise_text = _trap.code(line.with_changes(leading_lines=())).strip("\n")
+            cases = [(f"{guard} and {mismatch}" if guard else mismatch, [raise_text]),
+                     (guard, [f"{assert_async}(({_trap.atom(a)} == {_trap.atom(b)}).all(), {msg})"])]
+            return _trap.branches(cases), safety, note
+        if len(rest) == 1:
+            ok = tz.negate(rest[0])
+        else:
+            if not all(tz.pure(r) for r in rest):
+                raise _trap.Refuse("`and`/`or` would evaluate a call that Python may skip")
+            bad = tz.truth(rest[0])
+            for r in rest[1:]:
+                bad = f"{tz.name('torch.logical_and')}({bad}, {tz.truth(r)})"
+            ok = f"{tz.name('torch.logical_not')}({bad})"
+        return _trap.branches([(guard, [f"{assert_async}({ok}, {msg})"])]), safety, note
+
+    def _exception(self, raise_: cst.Raise) -> tuple[cst.BaseExpression, str]:
+        """(exception type expression, message under compile) of `raise E(msg)`."""
+        if raise_.exc is None:
+            raise _trap.Refuse("a bare `raise` re-raises the active exception")
+        cause = raise_.cause
+        if cause is not None and not (isinstance(cause.item, cst.Name) and cause.item.value == "None"):
+            raise _trap.Refuse("`raise ... from <cause>`: the cause cannot be kept under compile")
+        exc = raise_.exc
+        if not isinstance(exc, cst.Call):
+            return exc, ""
+        if any(a.keyword is not None or a.star for a in exc.args) or len(exc.args) > 1:
+            raise _trap.Refuse("the exception is built from keyword or several arguments")
+        value = _trap.message_value(exc.args[0].value if exc.args else None)
+        if value is None:
+            raise _trap.Refuse("the message is neither a string literal nor an f-string")
+        return exc.func, value[0]

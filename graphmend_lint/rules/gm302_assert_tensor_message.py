@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+import libcst as cst
+from fixit import Invalid, Valid
+
+from ..analysis import context
+from . import _trap, base
+
+
+class AssertTensorMessageRule(base.GraphMendRule):
+    """
+    ## What it does
+    Finds `assert <tensor condition>, <message>` in code that runs under `torch.compile`
+    when Dynamo cannot turn it into a graph assertion: the message is not a constant string
+    (an f-string, `%`-formatting, a variable), or the test is `not t`, `a and b`, `a or b`
+    over tensors, or `.allclose(...)`. `assert t, "constant"` and `assert t` already compile
+    without a break (Dynamo rewrites them itself) and are not flagged, nor are trace-time
+    tests such as `assert x.shape[0] == y.shape[0], f"..."`.
+
+    ## Why it breaks the graph
+    Dynamo rewrites `assert <tensor>, "<constant>"` into an in-graph `_assert_async`. Any
+    other shape of assert needs the tensor's Python truth value (or a message computed at run
+    time), so the graph ends at the assert: one break per assert, on every call.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        assert (x >= 0).all(), f"negative input, min={x.min()}"
+        return x.sqrt()
+    ```
+
+    ## Fix
+    The assert is kept, unchanged, for eager mode; under `torch.compile` an assert Dynamo
+    can capture replaces it, with the test as one tensor (`not t` ->
+    `torch.logical_not(t)`, `a and b` -> `torch.logical_and(a, b)`) and a constant message:
+    ```python
+        if not torch.compiler.is_compiling():
+            assert (x >= 0).all(), f"negative input, min={x.min()}"
+        else:
+            assert (x >= 0).all(), "negative input, min="
+    ```
+    An f-string message keeps its constant parts only under compile (the assertion message
+    must be known when the graph is built); eager runs keep the full message. Both branches
+    are `assert` statements, so `python -O` still removes the check in both modes.
+
+    ## Fix safety
+    Safe: in eager mode `torch.compiler.is_compiling()` is `False` and the original assert
+    runs as before (same test, `AssertionError`, same message). Under `torch.compile`
+    (torch 2.13, Inductor on CPU) a failing check raises `RuntimeError` with the reduced
+    message, exactly as Dynamo already does for an assert with a constant message.
+
+    On CUDA the compiled assertion is a device-side assert: the message is lost, the error
+    surfaces at a later synchronisation, and the CUDA context is unusable afterwards.
+
+    ## When no fix is offered
+    When the assert shares its line with other statements; sits in a `try` block (its
+    handlers would see `RuntimeError` under compile); the message is neither a string
+    literal nor an f-string; the test is not provably a single value (a 0-d tensor); it mixes
+    a trace-time test after a tensor test; it uses `torch.equal`; or `and`/`or` would
+    evaluate a call Python may skip.
+    """
+
+    CODE = "GM302"
+    NAME = "assert-tensor-message"
+    FIX = "safe"
+    MESSAGE = ("`assert` on a tensor with a computed message or a `not`/`and`/`or` test breaks the graph; "
+               "keep it for eager and assert a constant message under compile")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, y):
+                    assert (x >= 0).all(), "negative input"
+                    assert x.shape[0] == y.shape[0], f"batch {x.shape[0]} != {y.shape[0]}"
+                    assert x.max() < 10
+                    return x + y
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    assert (x >= 0).all(), f"negative input, min={x.min()}"
+                    return x.sqrt()
+            """,
+            expected_replacement="""
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    if not torch.compiler.is_compiling():
+                        assert (x >= 0).all(), f"negative input, min={x.min()}"
+                    else:
+                        assert (x >= 0).all(), "negative input, min="
+                    return x.sqrt()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    assert not torch.isnan(x).any(), "NaN"
+                    return x
+            """,
+            expected_replacement="""
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    if not torch.compiler.is_compiling():
+                        assert not torch.isnan(x).any(), "NaN"
+                    else:
+                        assert torch.logical_not(torch.isnan(x).any()), "NaN"
+                    return x
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    msg = "bad"
+                    assert (x > 0).all(), msg
+                    return x
+            """
+        ),
+    ]
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        func = self.compiled_function(node)
+        if func is None:
+            return
+        assert self.facts is not None
+        tz = _trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell)
+        if tz.kind(node.test) != "tensor":
+            return
+        if _trap.is_constant_message(node.msg) and self._dynamo_rewrites(node.test, tz):
+            return
+        try:
+            line, test, msg = self._compiled_assert(node, tz)
+        except _trap.Refuse as why:
+            self.flag(node, f"{self.MESSAGE}; no fix: {why}")
+            return
+        compiled = _trap.branches([(None, [f"assert {test}" + (f", {msg}" if msg is not None else "")])])
+        is_compiling = tz.name("torch.compiler.is_compiling")
+        self.flag(line, self.MESSAGE, at=node, replacement=_trap.eager_split(line, is_compiling, compiled),
+                  safety=base.Safety.SAFE, needs_torch_import=tz.needs_import)
+
+    def _dynamo_rewrites(self, test: cst.BaseExpression, tz: _trap.Tensorize) -> bool:
+        """Dynamo turns `assert <test>, "const"` into a graph assertion (measured on torch 2.13)."""
+        if isinstance(test, cst.BooleanOperation):  # `m is None or t`: the trace-time part folds
+            return tz.kind(test.left) == "static" and self._dynamo_rewrites(test.right, tz)
+        if isinstance(test, cst.UnaryOperation) or tz.equal_args(test) is not None or tz.is_allclose(test):
+            return False
+        return tz.facts.value(test).is_tensor
+
+    def _compiled_assert(self, node: cst.Assert, tz: _trap.Tensorize) -> tuple[cst.SimpleStatementLine, str, str | None]:
+        line = _trap.sole_line(node, self.parent)
+        if line is None:
+            raise _trap.Refuse("the assert shares its line with other statements")
+        if context.in_try(node, self.parent):
+            raise _trap.Refuse("inside a `try` block, whose handlers would see RuntimeError under compile")
+        value = _trap.message_value(node.msg)
+        if value is None:
+            raise _trap.Refuse("the message is neither a string literal nor an f-string")
+        msg = _trap.literal(value[0]) if node.msg is not None else None
+        test = node.test
+        if isinstance(test, cst.BooleanOperation) and not test.lpar and tz.kind(test.left) == "static":
+            op = "and" if isinstance(test.operator, cst.And) else "or"  # the trace-time part stays Python
+            return line, f"{_trap.operand(test.left)} {op} {tz.truth(test.right)}", msg
+        return line, tz.truth(test), msg

@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+import libcst as cst
+from fixit import Invalid, Valid
+
+from ..analysis import context
+from . import _trap, base
+
+# torch._check_tensor_all's message when none is given (torch 2.13).
+DEFAULT_CHECK_MESSAGE = ("Expected cond to be True, but got False. (Could this error message be improved? "
+                         "If so, please report an enhancement request to PyTorch.)")
+
+
+class TorchAssertOnTensorRule(base.GraphMendRule):
+    """
+    ## What it does
+    Finds `torch._assert(<tensor>, msg)` and `torch._check_tensor_all(<tensor>, message)` in
+    code that runs under `torch.compile`.
+
+    ## Why it breaks the graph
+    Both look like graph-friendly checks but are not: `torch._assert` is a plain Python
+    `assert`, and `torch._check_tensor_all` calls `.item()` on the reduced condition. Dynamo
+    stops the graph there ("Data dependent operator" / "Unsupported Tensor.item() call"),
+    one break per call on every call, good input included (measured on torch 2.13).
+
+    ## Example
+    ```python
+    def forward(self, x, mask):
+        torch._check_tensor_all(mask.sum(-1) > 0, lambda: "every row needs a token")
+        return x.masked_fill(~mask, 0.0)
+    ```
+
+    ## Fix
+    The call is kept, unchanged, for eager mode; under `torch.compile` a graph assertion
+    replaces it:
+    ```python
+        if not torch.compiler.is_compiling():
+            torch._check_tensor_all(mask.sum(-1) > 0, lambda: "every row needs a token")
+        else:
+            torch._assert_async(torch.all(mask.sum(-1) > 0), "every row needs a token")
+    ```
+    `torch._assert(t, msg)` becomes `assert t, "<constant>"` under compile, which Dynamo
+    captures as a graph assertion (and which `python -O` removes, like `torch._assert`
+    itself). An f-string message keeps its constant parts only under compile; a missing
+    `_check_tensor_all` message becomes PyTorch's default text.
+
+    ## Fix safety
+    Safe: in eager mode `torch.compiler.is_compiling()` is `False` and the original call
+    runs as before. Under `torch.compile` (torch 2.13, Inductor on CPU) a failing check
+    raises `RuntimeError` with the (reduced) message: the same type as
+    `torch._check_tensor_all`, where `torch._assert` raised `AssertionError`.
+
+    On CUDA the compiled assertion is a device-side assert: the message is lost, the error
+    surfaces at a later synchronisation, and the CUDA context is unusable afterwards.
+
+    ## When no fix is offered
+    When the call's value is used or it shares its line with other statements; it sits in a
+    `try` block; the message is not a string literal or f-string (for `_check_tensor_all`: a
+    `lambda` returning one); the condition of `torch._assert` is not provably a single value;
+    or the condition of `torch._check_tensor_all` is not provably a bool tensor (eager raises
+    on other dtypes).
+    """
+
+    CODE = "GM303"
+    NAME = "torch-assert-on-tensor"
+    FIX = "safe"
+    MESSAGE = ("`torch._assert`/`torch._check_tensor_all` on a tensor calls `.item()` and breaks the graph; "
+               "keep it for eager and assert in the graph under compile")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, y):
+                    torch._assert(x.shape[0] == y.shape[0], "batch sizes differ")
+                    torch._assert_async((x >= 0).all(), "negative")
+                    return x + y
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, mask):
+                    torch._check_tensor_all(mask.sum(-1) > 0, lambda: "every row needs a token")
+                    return x
+            """,
+            expected_replacement="""
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, mask):
+                    if not torch.compiler.is_compiling():
+                        torch._check_tensor_all(mask.sum(-1) > 0, lambda: "every row needs a token")
+                    else:
+                        torch._assert_async(torch.all(mask.sum(-1) > 0), "every row needs a token")
+                    return x
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    torch._assert((x >= 0).all(), f"negative: {x.min()}")
+                    return x
+            """,
+            expected_replacement="""
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    if not torch.compiler.is_compiling():
+                        torch._assert((x >= 0).all(), f"negative: {x.min()}")
+                    else:
+                        assert (x >= 0).all(), "negative: "
+                    return x
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    torch._check_tensor_all(x.sum(-1), lambda: "zero row")
+                    return x
+            """
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        assert self.facts is not None
+        q = self.facts.bindings.qualify(node.func)
+        if q not in ("torch._assert", "torch._check_tensor_all") or not node.args:
+            return
+        func = self.compiled_function(node)
+        if func is None:
+            return
+        tz = _trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell)
+        cond = self._arg(node, 0, "condition" if q == "torch._assert" else "cond")
+        if cond is None or tz.kind(cond) != "tensor" and (q == "torch._assert" or tz.kind(cond) == "static"):
+            return  # the condition of _check_tensor_all is a tensor by contract
+        try:
+            line, compiled_stmt = self._compiled(node, q, cond, tz)
+        except _trap.Refuse as why:
+            self.flag(node, f"{self.MESSAGE}; no fix: {why}")
+            return
+        is_compiling = tz.name("torch.compiler.is_compiling")
+        compiled = _trap.branches([(None, [compiled_stmt])])
+        self.flag(line, self.MESSAGE, at=node, replacement=_trap.eager_split(line, is_compiling, compiled),
+                  safety=base.Safety.SAFE, needs_torch_import=tz.needs_import)
+
+    @staticmethod
+    def _arg(node: cst.Call, pos: int, keyword: str) -> cst.BaseExpression | None:
+        for i, a in enumerate(node.args):
+            if a.star:
+                return None
+            if (a.keyword is None and i == pos) or (a.keyword is not None and a.keyword.value == keyword):
+                return a.value
+        return None
+
+    def _compiled(self, node: cst.Call, q: str, cond: cst.BaseExpression, tz: _trap.Tensorize) -> tuple[cst.SimpleStatementLine, str]:
+        expr_stmt = self.parent(node)
+        if not isinstance(expr_stmt, cst.Expr) or expr_stmt.value is not node:
+            raise _trap.Refuse("the call's value is used")
+        line = _trap.sole_line(expr_stmt, self.parent)
+        if line is None:
+            raise _trap.Refuse("the call shares its line with other statements")
+        if context.in_try(node, self.parent):
+            raise _trap.Refuse("inside a `try` block, whose handlers would see another exception under compile")
+        if q == "torch._assert":
+            value = _trap.message_value(self._arg(node, 1, "message"))
+            if value is None:
+                raise _trap.Refuse("the message is neither a string literal nor an f-string")
+            return line, f"assert {tz.truth(cond)}, {_trap.literal(value[0])}"
+        message = self._arg(node, 1, "message")
+        if message is None:
+            text = DEFAULT_CHECK_MESSAGE
+        elif isinstance(message, cst.Lambda) and not message.params.params \
+                and _trap.message_value(message.body) is not None:
+            text = _trap.message_value(message.body)[0]  # type: ignore[index]
+        else:
+            raise _trap.Refuse("the message is not a `lambda` returning a string literal or f-string")
+        compares = isinstance(cond, cst.Comparison) and len(cond.comparisons) == 1 and not isinstance(
+            cond.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+        if tz.facts.value(cond).dtype != "bool" and not compares:
+            raise _trap.Refuse("the condition is not provably a bool tensor (eager raises on other dtypes)")
+        all_ = tz.name("torch.all")
+        return line, f"{tz.name('torch._assert_async')}({all_}({_trap.code(cond)}), {_trap.literal(text)})"
