@@ -33,6 +33,8 @@ def test_qualify(src, expr, qualified):
     ("import torch as th", "th.where", False),
     ("from torch import nn", "torch.where", True),
     ("from torch import where", "where", False),
+    # an import inside a function does not bind `torch` for the rest of the file
+    ("from torch import nn\ndef make():\n    import torch\n", "torch.where", True),
 ])
 def test_spelling_of_torch_where(src, spelled, needs_import):
     assert Bindings.of(cst.parse_module(src)).spell_or_default("torch.where") == (spelled, needs_import)

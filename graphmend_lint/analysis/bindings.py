@@ -27,16 +27,35 @@ def _module_name(node: cst.BaseExpression) -> str:
 class _ImportCollector(cst.CSTVisitor):
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
+        self.top: dict[str, str] = {}  # module-level imports only (what a fix may spell)
+        self._depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._depth += 1
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._depth -= 1
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._depth += 1
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._depth -= 1
+
+    def _add(self, local: str, target: str) -> None:
+        self.aliases[local] = target
+        if self._depth == 0:
+            self.top[local] = target
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
             full = _module_name(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.aliases[alias.asname.name.value] = full
+                self._add(alias.asname.name.value, full)
             else:
                 # `import torch.nn` binds `torch`
                 top = full.split(".")[0]
-                self.aliases[top] = top
+                self._add(top, top)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
@@ -47,7 +66,7 @@ class _ImportCollector(cst.CSTVisitor):
             local = name
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
-            self.aliases[local] = f"{base}.{name}"
+            self._add(local, f"{base}.{name}")
 
 
 @dataclass
@@ -55,12 +74,18 @@ class Bindings:
     """Local name -> qualified name for every import in the file (all scopes merged)."""
 
     aliases: dict[str, str] = field(default_factory=dict)
+    # module-level imports: a fix may only spell names bound there (None: same as aliases)
+    top: dict[str, str] | None = None
 
     @classmethod
     def of(cls, module: cst.Module) -> "Bindings":
         collector = _ImportCollector()
         module.visit(collector)
-        return cls(collector.aliases)
+        return cls(collector.aliases, collector.top)
+
+    @property
+    def _spellable(self) -> dict[str, str]:
+        return self.aliases if self.top is None else self.top
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
         """Qualified name of a Name/Attribute chain through the file's imports.
@@ -83,9 +108,9 @@ class Bindings:
 
     def torch_name(self) -> str | None:
         """The local name bound to the `torch` module itself, if any (`torch`, `th`)."""
-        if self.aliases.get("torch") == "torch":
+        if self._spellable.get("torch") == "torch":
             return "torch"
-        for local, target in sorted(self.aliases.items()):
+        for local, target in sorted(self._spellable.items()):
             if target == "torch":
                 return local
         return None
@@ -100,7 +125,7 @@ class Bindings:
             return torch_local
         if qualified.startswith("torch.") and torch_local is not None:
             return torch_local + qualified[len("torch") :]
-        for local, target in sorted(self.aliases.items()):
+        for local, target in sorted(self._spellable.items()):
             if target == qualified:
                 return local
             if qualified.startswith(target + "."):

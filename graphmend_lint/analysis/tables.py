@@ -51,7 +51,7 @@ class Op:
     shape: result has x's shape (given only Python-scalar extra arguments).
     dtype: "any" keeps x's dtype for every dtype; "float" keeps it for floating x only.
     finite_grad: the derivative is finite everywhere (so torch.where cannot produce NaN grads).
-    raises: can raise at run time for some valid tensor x (e.g. on dtypes it rejects).
+    raises: raises for some non-floating x (bool or int dtypes); never for floating x.
     """
 
     shape: bool = True
@@ -61,19 +61,29 @@ class Op:
 
 
 ELEMENTWISE: dict[str, Op] = {
+    # Measured on torch 2.13 (tests/test_gm1_tables.py checks every entry against torch):
+    # clamp/clip with float bounds turn int and bool tensors into float32; with int bounds ints stay.
     "clamp": Op(dtype="float"), "clip": Op(dtype="float"),
     "clamp_min": Op(dtype="float"), "clamp_max": Op(dtype="float"),
-    "nan_to_num": Op(dtype="any"), "masked_fill": Op(dtype="any"),
-    "neg": Op(dtype="any"), "negative": Op(dtype="any"), "abs": Op(dtype="any"),
-    "relu": Op(dtype="any"), "sign": Op(dtype="any"),
-    "tanh": Op(), "sigmoid": Op(), "sin": Op(), "cos": Op(), "gelu": Op(), "silu": Op(),
-    "hardtanh": Op(), "leaky_relu": Op(), "softsign": Op(),
-    "detach": Op(dtype="any"), "clone": Op(dtype="any"), "contiguous": Op(dtype="any"),
-    # finite value but unbounded or infinite derivative somewhere
+    "nan_to_num": Op(dtype="any"),
+    # masked_fill broadcasts self against the mask: the result can be larger than x.
+    "masked_fill": Op(shape=False, dtype="any"),
+    # neg/abs/relu/hardtanh keep int dtypes but raise on bool tensors.
+    "neg": Op(dtype="any", raises=True), "negative": Op(dtype="any", raises=True),
+    "abs": Op(dtype="any", raises=True), "relu": Op(dtype="any", raises=True), "sign": Op(dtype="any"),
+    "tanh": Op(), "sigmoid": Op(), "sin": Op(), "cos": Op(), "softsign": Op(raises=True),
+    "hardtanh": Op(raises=True),
+    # gelu/silu/leaky_relu raise on int and bool tensors.
+    "gelu": Op(raises=True), "silu": Op(raises=True), "leaky_relu": Op(raises=True),
+    # detach cuts the graph: torch.where(c, x.detach(), x) gives zero gradients where `if` gave none.
+    "detach": Op(dtype="any", finite_grad=False), "clone": Op(dtype="any"), "contiguous": Op(dtype="any"),
+    # finite value but unbounded or infinite derivative somewhere (exp: overflow to inf)
     "exp": Op(finite_grad=False), "sqrt": Op(finite_grad=False), "rsqrt": Op(finite_grad=False),
     "log": Op(finite_grad=False), "log1p": Op(finite_grad=False), "reciprocal": Op(finite_grad=False),
     "pow": Op(finite_grad=False),
 }
+# Reductions that raise on an empty tensor (the others return a value).
+RAISES_ON_EMPTY = {"max", "min", "amax", "amin", "argmax", "argmin", "median"}
 
 # Arithmetic with a Python number: shape kept; dtype kept for floating tensors
 # (and for int tensors with an int, except true division).

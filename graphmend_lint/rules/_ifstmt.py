@@ -1,0 +1,272 @@
+"""GM101: turn a tensor-valued `if` statement into `torch.where` assignments or a `torch.where` return.
+
+`plan(prover, node)` -> (Verdict, replacement or None). Accepted shapes:
+  - every arm assigns names (`y = ...`), optionally after setup assignments whose names are not
+    used anywhere else (they are hoisted); a name missing from an arm keeps its prior value;
+  - every arm ends in `return <value>` (an `else` is required);
+  - a static leading conjunct (`h.dtype == torch.float16 and ...`) of an `if` without `else`
+    stays a Python `if` around the fix.
+"""
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from . import _where
+from ._where import Verdict, code
+
+
+def arms(node: cst.If) -> list[tuple[cst.BaseExpression | None, cst.BaseSuite]]:
+    out: list = []
+    cur: cst.If | cst.Else | None = node
+    while cur is not None:
+        if isinstance(cur, cst.If):
+            out.append((cur.test, cur.body))
+            cur = cur.orelse
+        else:
+            out.append((None, cur.body))
+            cur = None
+    return out
+
+
+def raise_only(node: cst.If) -> bool:
+    """Some arm raises: a validation check, reported by GM3xx (not a branch choice)."""
+    return any(isinstance(st, cst.Raise) for _, body in arms(node) for st in _where.body_statements(body))
+
+
+def _side_effect(stmt: cst.CSTNode) -> str:
+    text = code(stmt).strip().splitlines()[0]
+    if isinstance(stmt, (cst.Expr, cst.AugAssign)) or isinstance(stmt, cst.Assign) and not all(
+            isinstance(t.target, cst.Name) for t in stmt.targets):
+        return f"the branch has side effects (`{text}`): torch.where would run both branches"
+    return f"the branch holds a statement torch.where cannot express (`{text}`)"
+
+
+class _After(cst.CSTVisitor):
+    """Names read, and names mutated in place, after a position in one function."""
+
+    def __init__(self, rule, after: tuple[int, int]) -> None:
+        self.rule, self.after = rule, after
+        self.read: set[str] = set()
+        self.mutated: dict[str, str] = {}
+
+    def _late(self, node: cst.CSTNode) -> bool:
+        pos = self.rule.get_metadata(PositionProvider, node, None)
+        return pos is not None and (pos.start.line, pos.start.column) >= self.after
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self._late(node):
+            self.read.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and self._late(node):
+            m = f.attr.value
+            if m.endswith("_") and not m.startswith("_"):
+                self.mutated.setdefault(f.value.value, code(node))
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value == "out" and isinstance(a.value, cst.Name) and self._late(node):
+                self.mutated.setdefault(a.value.value, code(node))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        t = node.target.value if isinstance(node.target, cst.Subscript) else node.target
+        if isinstance(t, cst.Name) and self._late(node):
+            self.mutated.setdefault(t.value, code(node).strip())
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        t = node.target
+        if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and self._late(node):
+            self.mutated.setdefault(t.value.value, code(t) + " = ...")
+
+
+def _bound_before(rule, node: cst.If, func: cst.FunctionDef, name: str) -> bool:
+    ff = rule.facts.function(func)
+    if name in ff.params:
+        return True
+    child: cst.CSTNode = node
+    for up in (u for _, u in _ancestors(rule, node)):
+        if isinstance(up, cst.IndentedBlock):
+            for stmt in up.body:
+                if stmt is child:
+                    break
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        targets = []
+                        if isinstance(small, cst.Assign):
+                            targets = [t.target for t in small.targets]
+                        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                            targets = [small.target]
+                        for t in targets:
+                            if name in _where.names_in(t) and not isinstance(t, (cst.Subscript, cst.Attribute)):
+                                return True
+        if up is func:
+            return False
+        child = up
+    return False
+
+
+def _ancestors(rule, node):
+    from ..analysis import context
+    return context.ancestors(node, rule.parent)
+
+
+def _line(small: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(body=[small])
+
+
+def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | None]:
+    rule, ff = prover.rule, prover.ff
+    v = Verdict()
+    all_arms = arms(node)
+    # a static leading conjunct of the first test stays a Python `if`
+    parts = _where.flatten(node.test, cst.And)
+    n_static = 0
+    while n_static < len(parts) and ff.value(parts[n_static]).kind == "static":
+        n_static += 1
+    prefix = parts[:n_static]
+    if prefix and len(all_arms) > 1:
+        v.refuse = "a static test joined by `and` to a tensor test, with an `else`"
+        return v, None
+    if any(ff.value(p).kind == "static" for p in parts[n_static:]):
+        v.refuse = "a static test after a tensor test in `and`"
+        return v, None
+    tensor_part = parts[n_static:]
+    conds: list[cst.BaseExpression] = []
+    tests = [tensor_part[0] if len(tensor_part) == 1 else node.test] + [t for t, _ in all_arms[1:] if t is not None]
+    for i, test in enumerate(tests):
+        if i == 0 and len(tensor_part) > 1:
+            built = None
+            for j, p in enumerate(tensor_part):
+                c, pv = prover.condition(p, always=j == 0)
+                v.add(pv)
+                if c is None:
+                    return v, None
+                built = c if built is None else prover.call("torch.logical_and", built, c)
+            conds.append(built)
+            continue
+        if not ff.value(test).data_dependent:
+            v.refuse = f"`elif {code(test)}` is a static test among tensor tests"
+            return v, None
+        c, cv = prover.condition(test, always=i == 0)
+        v.add(cv)
+        if c is None:
+            return v, None
+        conds.append(c)
+
+    # each arm: setup assignments, then results (assignments) or a final return
+    bodies = [_where.body_statements(body) for _, body in all_arms]
+    has_else = all_arms[-1][0] is None
+    returns = [bool(b) and isinstance(b[-1], cst.Return) for b in bodies]
+    if any(returns) and not (all(returns) and has_else):
+        v.refuse = "`return` in some branches only (torch.where needs a value from every branch)"
+        return v, None
+    for stmts in bodies:
+        for s in stmts[:-1] if all(returns) else stmts:
+            if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)):
+                v.refuse = _side_effect(s)
+                return v, None
+    pos = rule.get_metadata(PositionProvider, node)
+    after = _After(rule, (pos.end.line, pos.end.column))
+    prover.func.visit(after)
+    assigned = [[(s.targets[0].target.value, s.value) for s in stmts if isinstance(s, cst.Assign)] for stmts in bodies]
+    if all(returns):
+        results: list[str] = []
+    else:
+        results = list(dict.fromkeys(
+            n for arm in assigned for n, _ in arm if n in after.read or _bound_before(rule, node, prover.func, n)))
+        if not results:
+            v.refuse = "the branches assign nothing that is used later"
+            return v, None
+    # setups: hoisted, so each name must be private to its arm and come before the results
+    setups: list[cst.Assign] = []
+    test_names = set().union(*(_where.names_in(t) for t, _ in all_arms if t is not None))
+    for k, (stmts, arm) in enumerate(zip(bodies, assigned)):
+        seen_result = False
+        others = set().union(set(), *(_where.names_in(s) for j, b in enumerate(bodies) if j != k for s in b))
+        for s, (name, value) in zip([s for s in stmts if isinstance(s, cst.Assign)], arm):
+            if name in results:
+                seen_result = True
+                continue
+            if seen_result:
+                v.refuse = f"setup `{name} = ...` follows a result assignment in its branch"
+                return v, None
+            if name in others or name in test_names or name in after.read:
+                v.refuse = f"`{name}` is set in one branch and used elsewhere, so it cannot be hoisted"
+                return v, None
+            v.add(prover.total(value))
+            setups.append(s)
+    if v.refuse:
+        return v, None
+    for arm in assigned:
+        names = [n for n, _ in arm if n in results]
+        if len(names) != len(set(names)):
+            v.refuse = "a name is assigned twice in one branch"
+            return v, None
+        for n, value in arm:
+            if n in results and (_where.names_in(value) & set(results)) - {n}:
+                v.refuse = f"`{n} = {code(value)}` reads another name the branches assign"
+                return v, None
+
+    def choose(values: list[cst.BaseExpression]) -> cst.BaseExpression:
+        out = values[-1]
+        for c, val in zip(reversed(conds), reversed(values[:-1])):
+            out = prover.call("torch.where", c, val, out)
+        return out
+
+    new: list[cst.BaseStatement] = [_line(s) for s in setups]
+    if all(returns):
+        rets = [b[-1].value for b in bodies]
+        if any(r is None for r in rets):
+            v.refuse = "a bare `return` (None) in a branch"
+            return v, None
+        tuples = all(isinstance(r, cst.Tuple) for r in rets)
+        if tuples and len({len(r.elements) for r in rets}) == 1 and not any(
+                e.star for r in rets for e in r.elements if hasattr(e, "star") and e.star):
+            columns = list(zip(*[[e.value for e in r.elements] for r in rets]))
+        elif any(isinstance(r, cst.Tuple) for r in rets):
+            v.refuse = "the branches return tuples of different forms"
+            return v, None
+        else:
+            columns = [tuple(rets)]
+        outs = []
+        for col in columns:
+            for other in col[1:]:
+                v.add(prover.pair(col[0], other))
+            outs.append(choose(list(col)))
+        if v.refuse:
+            return v, None
+        value = outs[0] if not tuples else cst.Tuple([cst.Element(o) for o in outs], lpar=[], rpar=[])
+        new.append(_line(cst.Return(value)))
+    else:
+        for r in results:
+            values = []
+            for arm in assigned:
+                got = [val for n, val in arm if n == r]
+                values.append(got[0] if got else cst.Name(r))
+            if not has_else:
+                values.append(cst.Name(r))
+            if any(isinstance(val, cst.Name) and val.value == r for val in values) and not _bound_before(rule, node, prover.func, r):
+                v.refuse = f"`{r}` is not set in every branch and not provably bound before the `if`"
+                return v, None
+            for other in values[1:]:
+                v.add(prover.pair(values[0], other))
+            if r in after.mutated:
+                v.missing.append(f"`{r}` is modified in place later (`{after.mutated[r]}`): the `if` kept the very "
+                                 "same tensor object when the branch was not taken, torch.where makes a new one")
+            new.append(_line(cst.Assign([cst.AssignTarget(cst.Name(r))], choose(values))))
+        if len(results) > 1 and test_names & set(results):
+            v.refuse = "the test reads a name the branches assign, and there are several results"
+        if v.refuse:
+            return v, None
+    if prefix:
+        test = prefix[0]
+        for p in prefix[1:]:
+            test = cst.BooleanOperation(test, cst.And(), p)
+        return v, cst.If(test=_where.strip_parens(test) if len(prefix) == 1 else test,
+                         body=cst.IndentedBlock(body=new), leading_lines=node.leading_lines)
+    new[0] = new[0].with_changes(leading_lines=node.leading_lines)
+    return v, new

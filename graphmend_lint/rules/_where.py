@@ -1,0 +1,452 @@
+"""GM1xx shared analysis: tensor conditions, branch values, and the proofs behind a torch.where fix.
+
+`Prover(rule, node, func)` answers, for one `if`/`a if c else b`:
+  - `condition(test)`: the test as a 0-d bool tensor expression (and/or/not -> torch.logical_*);
+  - `pair(a, b)`: can `torch.where(c, a, b)` replace the branch choice of `a` and `b`?
+Each answer is a `Verdict`: `refuse` (no fix, with the reason), else `missing` (the proofs that
+could not be made: the fix is unsafe) or neither (safe).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ..analysis import context
+from ..analysis import tables as T
+from ..analysis.bindings import dotted
+
+FLOAT_DTYPES = {"float16", "float32", "float64", "bfloat16", "half", "float", "double"}
+FINFO_ATTRS = {"max", "min", "eps", "tiny", "resolution", "smallest_normal"}
+CAST_OK = set(T.CAST_METHODS)
+
+
+@dataclass
+class Verdict:
+    refuse: str | None = None
+    missing: list[str] = field(default_factory=list)
+
+    def add(self, other: "Verdict") -> "Verdict":
+        if self.refuse is None:
+            self.refuse = other.refuse
+        for m in other.missing:
+            if m not in self.missing:
+                self.missing.append(m)
+        return self
+
+
+@dataclass
+class Chain:
+    """`expr` is a chain of shape-preserving ops applied to the name `base`."""
+
+    base: str
+    needs_float: bool  # some op keeps the dtype only for floating tensors
+    ops: list[str]  # op names, outermost first
+    bad_grad: list[str]  # ops whose derivative is not finite everywhere
+
+
+def code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def flatten(node: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, op) and not node.lpar:
+        return flatten(node.left, op) + flatten(node.right, op)
+    return [node]
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)  # skip keyword names
+            return False
+
+    node.visit(V())
+    return found
+
+
+def body_statements(block: cst.BaseSuite) -> list[cst.BaseSmallStatement | cst.BaseCompoundStatement]:
+    """Statements of a block, one per small statement (`a = 1; b = 2` counts two)."""
+    out: list = []
+    stmts = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    for s in stmts:
+        if isinstance(s, cst.SimpleStatementLine):
+            out.extend(s.body)
+        elif isinstance(s, cst.SimpleStatementSuite):
+            out.extend(s.body)
+        else:
+            out.append(s)
+    return out
+
+
+def comma_args(*values: cst.BaseExpression) -> list[cst.Arg]:
+    args = []
+    for i, v in enumerate(values):
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(values) - 1 else cst.MaybeSentinel.DEFAULT
+        args.append(cst.Arg(v, comma=comma))
+    return args
+
+
+def strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:
+    if getattr(node, "lpar", None):
+        return node.with_changes(lpar=[], rpar=[])
+    return node
+
+
+class Prover:
+    def __init__(self, rule, node: cst.CSTNode, func: cst.FunctionDef) -> None:
+        self.rule = rule
+        self.node = node
+        self.func = func
+        self.ff = rule.facts.function(func)
+        self.b = rule.facts.bindings
+        self.imports = False
+        self.grad_off = context.grad_disabled(node, rule.parent, self.b)
+        self.float_names = self._float_guards()
+
+    # -- spelling --------------------------------------------------------------
+    def torch(self, qualified: str) -> cst.BaseExpression:
+        spelled, needs = self.rule.spell(qualified)
+        self.imports = self.imports or needs
+        return cst.parse_expression(spelled)
+
+    def call(self, qualified: str, *args: cst.BaseExpression) -> cst.Call:
+        return cst.Call(self.torch(qualified), comma_args(*[strip_parens(a) for a in args]))
+
+    # -- static dtype facts ----------------------------------------------------
+    def _dtype_tests(self, test: cst.BaseExpression) -> set[str]:
+        out = set()
+        for part in flatten(test, cst.And):
+            if isinstance(part, cst.Comparison) and len(part.comparisons) == 1:
+                left, cmp = part.left, part.comparisons[0]
+                if isinstance(left, cst.Attribute) and left.attr.value == "dtype" and isinstance(cmp.operator, cst.Equal):
+                    q = self.b.qualify(cmp.comparator) or ""
+                    if q.startswith("torch.") and q[6:] in FLOAT_DTYPES and (n := dotted(left.value)):
+                        out.add(n)
+            if isinstance(part, cst.Call) and isinstance(part.func, cst.Attribute) and \
+                    part.func.attr.value == "is_floating_point" and not part.args and (n := dotted(part.func.value)):
+                out.add(n)
+        return out
+
+    def _float_guards(self) -> set[str]:
+        """Names proved floating by a static dtype test around (or leading) this node."""
+        names: set[str] = set()
+        if isinstance(self.node, cst.If):
+            names |= self._dtype_tests(self.node.test)
+        for child, up in context.ancestors(self.node, self.rule.parent):
+            if isinstance(up, cst.FunctionDef):
+                break
+            if isinstance(up, cst.If) and child is up.body:
+                names |= self._dtype_tests(up.test)
+        return names
+
+    def is_float(self, node: cst.BaseExpression, seen: frozenset = frozenset()) -> bool:
+        name = dotted(node)
+        if name is not None and name in self.float_names:
+            return True  # guarded by a static dtype test; the fixes we make keep the dtype
+        if self.ff.value(node).dtype == "float":
+            return True
+        if isinstance(node, cst.Name) and node.value not in self.ff.params and node.value not in seen:
+            # every assignment is floating, or a dtype-keeping chain of the name itself (`h = h * 2`)
+            values = self.ff.assigned.get(node.value, [])
+            seen = seen | {node.value}
+            return bool(values) and all(v is not None and self._float_value(v, node.value, seen) for v in values)
+        return False
+
+    def _float_value(self, value: cst.BaseExpression, name: str, seen: frozenset) -> bool:
+        if self.ff.value(value).dtype == "float":
+            return True
+        if isinstance(value, cst.IfExp):
+            return all(self._float_value(v, name, seen) for v in (value.body, value.orelse))
+        if isinstance(value, cst.Call) and self.b.qualify(value.func) == "torch.where" and len(value.args) == 3:
+            return all(self._float_value(a.value, name, seen) for a in value.args[1:])
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+                T.CAST_METHODS.get(value.func.attr.value) == "float":
+            return True
+        c = self.chain(value)
+        return c is not None and (c.base == name or self.is_float(cst.Name(c.base), seen))
+
+    def is_tensor(self, node: cst.BaseExpression) -> bool:
+        name = dotted(node)
+        return self.ff.value(node).is_tensor or (name is not None and name in self.float_names) or self.is_float(node)
+
+    # -- Python numbers ----------------------------------------------------------
+    def number(self, node: cst.BaseExpression, depth: int = 0) -> tuple[bool, str | None]:
+        """(is a Python number, why not / what may raise)."""
+        if depth > 8:
+            return False, None
+        if isinstance(node, (cst.Integer, cst.Float)):
+            return True, None
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+            return self.number(node.expression, depth + 1)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply)):
+            a, b = self.number(node.left, depth + 1), self.number(node.right, depth + 1)
+            return a[0] and b[0], a[1] or b[1]
+        if isinstance(node, cst.Attribute) and node.attr.value in FINFO_ATTRS and isinstance(node.value, cst.Call):
+            call = node.value
+            if self.b.qualify(call.func) == "torch.finfo" and len(call.args) == 1:
+                arg = call.args[0].value
+                q = self.b.qualify(arg) or ""
+                if q.startswith("torch.") and q[6:] in FLOAT_DTYPES:
+                    return True, None
+                if isinstance(arg, cst.Attribute) and arg.attr.value == "dtype" and self.is_float(arg.value):
+                    return True, None
+                return False, f"`{code(call)}` raises TypeError unless the dtype is floating, which is not proved"
+        if isinstance(node, cst.Name):
+            values = self.ff.assigned.get(node.value, [])
+            if node.value not in self.ff.params and len(values) == 1 and values[0] is not None:
+                return self.number(values[0], depth + 1)
+        return False, None
+
+    # -- purity and totality -----------------------------------------------------
+    def total(self, node: cst.BaseExpression) -> Verdict:
+        """Evaluating `node` has no side effects and cannot raise (refuse otherwise)."""
+        v = Verdict()
+        prover = self
+
+        class Walk(cst.CSTVisitor):
+            def visit_Subscript(self, n: cst.Subscript) -> None:
+                v.refuse = v.refuse or f"indexing `{code(n)}` may raise when its branch is not taken"
+
+            def visit_Lambda(self, n: cst.Lambda) -> bool:
+                v.refuse = v.refuse or "a lambda in a branch"
+                return False
+
+            def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
+                op = n.operator
+                if isinstance(op, cst.MatrixMultiply):
+                    v.refuse = v.refuse or f"`{code(n)}` may raise on shapes valid only in its branch"
+                if not isinstance(op, (cst.Divide, cst.FloorDivide, cst.Modulo)):
+                    return
+                nonzero = prover.number(n.right)[0] and code(n.right).strip("-+ ").rstrip("0.") != ""
+                tensor_div = isinstance(op, cst.Divide) and (prover.is_tensor(n.left) or prover.is_tensor(n.right))
+                float_div = prover.is_float(n.left) or prover.is_float(n.right)
+                if not (nonzero and isinstance(n.right, (cst.Integer, cst.Float)) or tensor_div or float_div):
+                    v.refuse = v.refuse or f"`{code(n)}` may raise (division by zero) when its branch is not taken"
+
+            def visit_Call(self, n: cst.Call) -> None:
+                reason = prover.call_problem(n)
+                if reason:
+                    v.refuse = v.refuse or reason
+                op, recv, _ = prover._op_name(n)
+                if op in T.ELEMENTWISE and recv is not None and T.ELEMENTWISE[op].raises and not prover.is_float(recv):
+                    why = f"`{code(recv)}` is not provably floating (`{op}` raises on some other dtypes)"
+                    if why not in v.missing:
+                        v.missing.append(why)
+
+            def visit_Attribute(self, n: cst.Attribute) -> None:
+                ok, why = prover.number(n)
+                if not ok and why:
+                    v.refuse = v.refuse or why
+
+        node.visit(Walk())
+        return v
+
+    def _op_name(self, call: cst.Call) -> tuple[str | None, cst.BaseExpression | None, list[cst.Arg]]:
+        """(op, receiver, other args) for `torch.op(x, ...)`, `F.op(x, ...)` or `x.op(...)`."""
+        q = self.b.qualify(call.func)
+        if q is not None:
+            if q.startswith(("torch.", "torch.nn.functional.")) and call.args and call.args[0].keyword is None:
+                return q.rsplit(".", 1)[-1], call.args[0].value, list(call.args[1:])
+            return None, None, []
+        if isinstance(call.func, cst.Attribute):
+            return call.func.attr.value, call.func.value, list(call.args)
+        return None, None, []
+
+    def call_problem(self, call: cst.Call) -> str | None:
+        """Why this call may have side effects or raise; None when it cannot."""
+        q = self.b.qualify(call.func)
+        if q == "torch.finfo":
+            return None  # checked with its attribute (see number())
+        if q in ("torch.logical_and", "torch.logical_or", "torch.logical_not"):
+            return None
+        op, recv, _ = self._op_name(call)
+        name = code(call.func)
+        if op is None or recv is None:
+            return f"`{name}(...)` may have side effects: torch.where runs both branches"
+        if op in T.ELEMENTWISE:
+            return None  # dtype-dependent raising: see total(), which makes it a missing proof
+        if op in T.PREDICATES or op in CAST_OK:
+            return None
+        if op in T.REDUCTIONS:
+            if op in T.RAISES_ON_EMPTY:
+                return f"`{name}` raises on an empty tensor when its branch is not taken"
+            return None
+        return f"`{name}(...)` may have side effects or raise: torch.where runs both branches"
+
+    # -- conditions ----------------------------------------------------------------
+    def condition(self, test: cst.BaseExpression, always: bool = True) -> tuple[cst.BaseExpression | None, Verdict]:
+        """The test as a 0-d bool tensor expression.
+
+        `always`: the original evaluates this test whenever the `if` runs (so it needs no proof that it
+        cannot raise); later operands of `and`/`or` and `elif` tests were evaluated only sometimes.
+        """
+        v = Verdict()
+        for op, fn in ((cst.Or, "torch.logical_or"), (cst.And, "torch.logical_and")):
+            parts = flatten(test, op)
+            if len(parts) > 1:
+                conv = []
+                for i, p in enumerate(parts):
+                    c, pv = self.condition(p, always and i == 0)
+                    v.add(pv)
+                    if c is None:
+                        return None, v
+                    conv.append(c)
+                out = conv[0]
+                for c in conv[1:]:
+                    out = self.call(fn, out, c)
+                return out, v
+        if isinstance(test, cst.BooleanOperation):  # parenthesised: look inside
+            return self.condition(test.with_changes(lpar=[], rpar=[]), always)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            c, v = self.condition(test.expression, always)
+            return (self.call("torch.logical_not", c) if c is not None else None), v
+        val = self.ff.value(test)
+        if val.kind == "data":
+            v.refuse = f"the test reads a Python value from tensor data (`{code(test)}`); keep it a tensor first"
+            return None, v
+        if val.kind != "tensor":
+            v.refuse = f"`{code(test)}` is not provably a tensor"
+            return None, v
+        if not always:
+            v.add(self.total(test))
+        if not val.zero_dim:
+            why = self._not_zero_dim(test)
+            if why is None:
+                v.refuse = v.refuse or f"`{code(test)}` is not provably 0-d: `if` needs one element, torch.where would broadcast it"
+                return None, v
+            v.missing.append(why)
+        if val.dtype != "bool":
+            test = cst.Call(cst.Attribute(test if not isinstance(test, cst.BinaryOperation) or test.lpar
+                                          else test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]),
+                                          cst.Name("bool")))
+        return test, v
+
+    def _not_zero_dim(self, test: cst.BaseExpression) -> str | None:
+        """A comparison of a 0-d tensor with a value not proved to be a Python number: unsafe, not refused."""
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            left, right = test.left, test.comparisons[0].comparator
+            lv, rv = self.ff.value(left), self.ff.value(right)
+            for t, tv, other, ov in ((left, lv, right, rv), (right, rv, left, lv)):
+                if tv.is_tensor and tv.zero_dim and not ov.is_tensor:
+                    return f"`{code(other)}` is not provably a Python number, so the test is not provably 0-d"
+        return None
+
+    # -- branch values ---------------------------------------------------------------
+    def chain(self, node: cst.BaseExpression, depth: int = 0) -> Chain | None:
+        """`node` as shape-preserving ops (with Python-number arguments) applied to one name."""
+        if depth > 12:
+            return None
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False", "None"):
+                return None
+            return Chain(node.value, False, [], [])
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+            inner = self.chain(node.expression, depth + 1)
+            if inner is not None:
+                inner.needs_float = True  # -bool raises; ints would be fine but keep it simple
+                inner.ops.insert(0, "neg")
+            return inner
+        if isinstance(node, cst.BinaryOperation) and isinstance(
+                node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)):
+            left_num, right_num = self.number(node.left)[0], self.number(node.right)[0]
+            if right_num and not left_num:
+                inner, op = self.chain(node.left, depth + 1), type(node.operator).__name__
+                if inner is None:
+                    return None
+                inner.needs_float = True
+                inner.ops.insert(0, op)
+                if isinstance(node.operator, cst.Power) and not (
+                        isinstance(node.right, cst.Integer) and int(node.right.value) >= 1):
+                    inner.bad_grad.append(f"`** {code(node.right)}`")
+                return inner
+            if left_num and not right_num and not isinstance(node.operator, cst.Power):
+                inner = self.chain(node.right, depth + 1)
+                if inner is None:
+                    return None
+                inner.needs_float = True
+                inner.ops.insert(0, type(node.operator).__name__)
+                if isinstance(node.operator, cst.Divide):
+                    inner.bad_grad.append(f"`{code(node.left)} / ...`")
+                return inner
+            return None
+        if isinstance(node, cst.Call):
+            op, recv, rest = self._op_name(node)
+            if op not in T.ELEMENTWISE or recv is None or not T.ELEMENTWISE[op].shape:
+                return None
+            if not all(self.number(a.value)[0] or isinstance(a.value, (cst.Name,)) and a.value.value in ("True", "False")
+                       for a in rest if a.star == ""):
+                return None
+            if any(a.star for a in rest):
+                return None
+            inner = self.chain(recv, depth + 1)
+            if inner is None:
+                return None
+            e = T.ELEMENTWISE[op]
+            inner.needs_float = inner.needs_float or e.dtype == "float" or e.raises
+            inner.ops.insert(0, op)
+            if not e.finite_grad:
+                inner.bad_grad.append(f"`{op}`")
+            return inner
+        return None
+
+    def bad_grad_ops(self, node: cst.BaseExpression) -> list[str]:
+        """Ops in `node` whose derivative is not finite everywhere (for non-chain values)."""
+        found: list[str] = []
+        prover = self
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                op, _, _ = prover._op_name(n)
+                if op in T.ELEMENTWISE and not T.ELEMENTWISE[op].finite_grad:
+                    found.append(f"`{op}`")
+
+        node.visit(V())
+        return found
+
+    def pair(self, a: cst.BaseExpression, b: cst.BaseExpression) -> Verdict:
+        """Can `torch.where(c, a, b)` stand for `a if c else b`?"""
+        v = Verdict()
+        for side in (a, b):
+            val = self.ff.value(side)
+            if val.kind == "static" or isinstance(side, (cst.Integer, cst.Float, cst.SimpleString)):
+                v.refuse = (f"`{code(side)}` is a Python value, not a tensor: torch.where would turn it "
+                            "into a tensor and code using it as a number would change")
+                return v
+            if isinstance(side, cst.Name) and side.value == "None":
+                v.refuse = "a branch value is None"
+                return v
+        va, vb = self.ff.value(a), self.ff.value(b)
+        if va.is_tensor and vb.is_tensor and va.dtype and vb.dtype and va.dtype != vb.dtype:
+            v.refuse = f"the branch values have different dtypes ({va.dtype} vs {vb.dtype}): torch.where would promote"
+            return v
+        v.add(self.total(a)).add(self.total(b))
+        if v.refuse:
+            return v
+        ca, cb = self.chain(a), self.chain(b)
+        if ca is not None and cb is not None and ca.base == cb.base:
+            base = cst.Name(ca.base)
+            if not self.is_tensor(base) and not self.is_float(base):
+                v.missing.append(f"`{ca.base}` is not provably a tensor")
+            if (ca.needs_float or cb.needs_float) and not self.is_float(base):
+                ops = ", ".join(dict.fromkeys(ca.ops + cb.ops))
+                v.missing.append(f"`{ca.base}` is not provably floating (needed for {ops} to keep its dtype)")
+            bad = ca.bad_grad + cb.bad_grad
+        else:
+            v.missing.append("the two branch values are not provably of the same shape and dtype "
+                             "(torch.where broadcasts and promotes silently)")
+            bad = self.bad_grad_ops(a) + self.bad_grad_ops(b)
+        if bad and not self.grad_off:
+            ops = ", ".join(dict.fromkeys(bad))
+            v.missing.append(f"{ops} has an infinite derivative somewhere: under autograd torch.where gives NaN "
+                             "gradients where the untaken branch's derivative is infinite (or run it under no_grad)")
+        return v

@@ -1,0 +1,176 @@
+from __future__ import annotations
+
+import libcst as cst
+from fixit import Invalid, Valid
+
+from ..analysis import context
+from . import _ifstmt, _where, base
+
+
+class TensorIfRule(base.GraphMendRule):
+    """
+    ## What it does
+    Finds `if`/`elif` statements whose test depends on tensor data (`x.sum() > 0`,
+    `torch.isnan(h).any()`, `(x > 0).all() and ...`, `.item()`), in code that runs under
+    `torch.compile`. Static tests are never flagged: `self.training`, `x.dim() == 3`,
+    `x.shape[0] > 1`, `x.dtype == torch.float16`, `mask is None`, `isinstance(...)`, config attributes.
+
+    ## Why it breaks the graph
+    Python must know which branch to run, so Dynamo ends the graph at the test ("Data-dependent
+    branching", GB0170), runs the test in eager, and compiles a new graph for the code after it.
+    The first call that takes the other branch compiles again (hundreds of milliseconds on CPU).
+
+    ## Example
+    ```python
+    if hidden_states.dtype == torch.float16 and (
+        torch.isinf(hidden_states).any() or torch.isnan(hidden_states).any()
+    ):
+        clamp_value = torch.finfo(hidden_states.dtype).max - 1000
+        hidden_states = torch.clamp(hidden_states, min=-clamp_value, max=clamp_value)
+    ```
+
+    ## Fix
+    The branch choice becomes `torch.where`, which computes both values and picks one in the graph:
+    ```python
+    if hidden_states.dtype == torch.float16:
+        clamp_value = torch.finfo(hidden_states.dtype).max - 1000
+        hidden_states = torch.where(torch.logical_or(torch.isinf(hidden_states).any(), torch.isnan(hidden_states).any()), torch.clamp(hidden_states, min=-clamp_value, max=clamp_value), hidden_states)
+    ```
+    Accepted shapes: the same names assigned in every branch; `return` in every branch (tuples
+    element by element); an `if` without `else` updating a name bound before it
+    (`h = torch.where(c, f(h), h)`); `elif` chains (nested `torch.where`). A static leading
+    conjunct stays a Python `if`; `and`/`or`/`not` over tensor tests become
+    `torch.logical_and/or/not`; setup assignments used nowhere else are hoisted out of the branch.
+
+    ## Fix safety
+    Safe only when the source proves that eager results stay bit-identical:
+    - the test is a 0-d tensor (a reduction without `dim`, or a comparison of one with a number):
+      `torch.where` broadcasts a larger condition instead of failing like `if`;
+    - the branch values are tensors of the same shape and dtype: each is the same name, or a chain
+      of shape- and dtype-keeping ops of it (`clamp`, `nan_to_num`, `tanh`, arithmetic with Python
+      numbers, ...; the table in `analysis/tables.py` is checked against torch by the tests), and
+      the name is floating where an op keeps the dtype only for floating tensors;
+    - everything now evaluated in both branches (values, hoisted setup, every test of an `and`/`or`
+      or `elif`) is free of side effects and cannot raise (no indexing, no calls of modules or user
+      functions, `torch.finfo` only on a proven floating dtype, no division by a possible zero);
+    - every op has a finite derivative everywhere, or the code runs under `no_grad` /
+      `inference_mode`: `torch.where(c, sqrt(x), x)` gives NaN gradients where `if` gave none;
+    - the assigned name is not modified in place later (`if` kept the same tensor object when the
+      branch was not taken; `torch.where` makes a new one).
+    When one of these cannot be proved the fix is unsafe (applied with `--unsafe-fixes`) and the
+    message names the missing proof. `torch.where` also evaluates both branches, so an expensive
+    branch is paid for on every call.
+
+    ## When no fix is offered
+    Branches with side effects (calls, `+=`, prints, attribute stores) or calls of modules and user
+    functions; indexing or other operations that may raise only in the untaken branch; a branch value
+    that is a Python number or `None`; a test proved not 0-d or read as a Python value (`.item()`,
+    `torch.equal`); `return` in some branches only; a static test after a tensor test. For branches
+    that call modules, `torch.cond(pred, true_fn, false_fn, operands)` is the way out when both
+    branches are free of side effects and return tensors of equal shape and dtype; note that eager
+    `torch.cond` is several times slower than the plain `if`. `if`-chains with a `raise` in an arm are left to GM3xx, and an
+    `if` inside a Python loop to GM104.
+    """
+
+    CODE = "GM101"
+    NAME = "tensor-if"
+    FIX = "sometimes"
+    MESSAGE = "`if` on a tensor value breaks the graph (data-dependent branching)"
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, mask=None):
+                    if self.training and x.dim() == 3 and x.shape[0] > 1:
+                        x = x * 2
+                    if mask is None or isinstance(mask, float):
+                        x = x + 1
+                    if x.dtype == torch.float16:
+                        x = x.float()
+                    return x
+
+            def eager_only(x):
+                if x.sum() > 0:
+                    x = x * 2
+                return x
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    h = self.proj(x)
+                    if h.sum() > 0:
+                        y = h * 2
+                    else:
+                        y = h - 1
+                    return y
+            """,
+            expected_replacement="""
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    h = self.proj(x)
+                    y = torch.where(h.sum() > 0, h * 2, h - 1)
+                    return y
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    if x.sum() > 0:
+                        print("positive")
+                    return x
+            """
+        ),
+    ]
+
+    def visit_If(self, node: cst.If) -> None:
+        up = self.parent(node)
+        if isinstance(up, cst.If) and up.orelse is node:
+            return  # an `elif`: handled with its head
+        func = self.compiled_function(node)
+        if func is None:
+            return
+        ff = self.facts.function(func)
+        tests = [t for t, _ in _ifstmt.arms(node) if t is not None]
+        flagged = [t for t in tests if ff.value(t).data_dependent]
+        if not flagged or context.in_loop(node, self.parent) or _ifstmt.raise_only(node):
+            return
+        prover = _where.Prover(self, node, func)
+        verdict, replacement = _ifstmt.plan(prover, node)
+        at = flagged[0]
+        if verdict.refuse or replacement is None:
+            self.flag(node, f"{self.MESSAGE}; no fix: {verdict.refuse}", at=at)
+            return
+        if isinstance(replacement, list):
+            replacement = cst.FlattenSentinel(replacement)
+        if verdict.missing:
+            self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing)}", at=at,
+                      replacement=replacement, safety=base.Safety.UNSAFE, needs_torch_import=prover.imports)
+            return
+        self.flag(node, f"{self.MESSAGE}; fix: torch.where", at=at, replacement=replacement,
+                  safety=base.Safety.SAFE, needs_torch_import=prover.imports)

@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+import libcst as cst
+from fixit import Invalid, Valid
+
+from ..analysis import context
+from . import _where, base
+
+
+class TensorIfExpRule(base.GraphMendRule):
+    """
+    ## What it does
+    Finds conditional expressions `a if c else b` whose test `c` depends on tensor data, in code
+    that runs under `torch.compile`. Static tests (`x.dim() == 3`, `self.training`, ...) are not flagged.
+
+    ## Why it breaks the graph
+    Python must evaluate `bool(c)` to pick a branch: Dynamo ends the graph there ("Data-dependent
+    branching", GB0170) and compiles the rest again on the first call that takes the other branch.
+
+    ## Example
+    ```python
+    y = h * 2 if h.sum() > 0 else h - 1
+    ```
+
+    ## Fix
+    ```python
+    y = torch.where(h.sum() > 0, h * 2, h - 1)
+    ```
+    `and`/`or`/`not` in the test become `torch.logical_and/or/not`.
+
+    ## Fix safety
+    The same proofs as GM101: safe only when the test is a 0-d tensor, both values are tensors of
+    provably the same shape and dtype (the same name or shape- and dtype-keeping ops of it with Python
+    numbers), both values are free of side effects and cannot raise (both are now computed), and every
+    op has a finite derivative everywhere or the code runs under `no_grad`/`inference_mode`.
+    Otherwise the fix is unsafe and the message says which proof is missing.
+
+    ## When no fix is offered
+    A value that is a Python number or `None` (`2.5 if c else 1`: `torch.where` would turn it into a
+    tensor), values that call modules or user functions, index, or may raise, and tests read as Python
+    values (`.item()`, `torch.equal`) or proved not 0-d. Inside a Python loop see GM104.
+    """
+
+    CODE = "GM102"
+    NAME = "tensor-ifexp"
+    FIX = "sometimes"
+    MESSAGE = "`a if c else b` on a tensor value breaks the graph (data-dependent branching)"
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    y = x * 2 if x.dim() == 3 else x
+                    return y if self.training else -y
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    h = self.proj(x)
+                    return h * 2 if h.sum() > 0 else -h
+            """,
+            expected_replacement="""
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    h = self.proj(x)
+                    return torch.where(h.sum() > 0, h * 2, -h)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            @torch.compile
+            def f(x):
+                scale = 2.5 if x.sum() > 0 else 1
+                return x * scale
+            """
+        ),
+    ]
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        func = self.compiled_function(node)
+        if func is None or context.in_loop(node, self.parent):
+            return
+        if not self.facts.function(func).value(node.test).data_dependent:
+            return
+        prover = _where.Prover(self, node, func)
+        cond, verdict = prover.condition(node.test)
+        if cond is not None:
+            verdict.add(prover.pair(node.body, node.orelse))
+        if verdict.refuse or cond is None:
+            self.flag(node, f"{self.MESSAGE}; no fix: {verdict.refuse}", at=node.test)
+            return
+        replacement = prover.call("torch.where", cond, node.body, node.orelse).with_changes(
+            lpar=node.lpar, rpar=node.rpar)
+        if verdict.missing:
+            self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing)}",
+                      at=node.test, replacement=replacement, safety=base.Safety.UNSAFE,
+                      needs_torch_import=prover.imports)
+            return
+        self.flag(node, f"{self.MESSAGE}; fix: torch.where", at=node.test, replacement=replacement,
+                  safety=base.Safety.SAFE, needs_torch_import=prover.imports)
