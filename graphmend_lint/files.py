@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -48,16 +49,59 @@ def iter_python_files(paths: list[Path], root: Path | None, exclude: tuple[str, 
             yield p
 
 
+class ReadError(OSError):
+    """A file that is not a readable regular file; str() is the whole message."""
+
+
+def read_source(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of a regular file; OSError (with a plain message) for anything else.
+
+    Opened non-blocking and checked with fstat, so a FIFO or device named `x.py` never hangs the run.
+    Raises ReadError when the file has more than `limit` bytes (it is not read then).
+    """
+    if os.path.islink(path) and not os.path.exists(path):
+        raise ReadError(f"broken symbolic link (to {os.readlink(path)})")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except IsADirectoryError:
+        raise ReadError("is a directory") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ReadError("is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise ReadError("not a regular file")
+        if limit is not None and st.st_size > limit:
+            raise ReadError(f"file too large to analyse ({st.st_size / 1e6:.1f} MB; the limit is {limit / 1e6:.1f} MB)")
+        return fh.read()
+
+
+def write_if_unchanged(path: Path, before: bytes, after: bytes) -> None:
+    """Atomically replace `before` by `after`; refuse (OSError) if the file changed meanwhile."""
+    if read_source(path) != before:
+        raise OSError("the file changed while it was being checked; not written")
+    atomic_write(path, after)
+
+
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder and rename, keeping permissions."""
-    mode = path.stat().st_mode & 0o7777
+    """Write via a temporary file in the same folder and rename, keeping permissions and owner.
+
+    A symbolic link is followed: its target is replaced and the link stays a link.
+    """
+    path = Path(os.path.realpath(path))
+    st = path.stat()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        if hasattr(os, "chown"):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass  # only root may give a file away; the file then belongs to us
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -1,8 +1,18 @@
-"""Check (and fix) one file: read, lint, fix, write atomically. Never raises for bad input."""
+"""Check (and fix) one file: read, lint, fix, write atomically. Never raises for bad input.
+
+Bad input is refused before libcst sees it: libcst's native parser crashes the process on deeply
+nested expressions and is slow on huge files, so size and nesting are checked with Python's own
+parser first (which never runs the code). The analysis runs in a thread with a large stack.
+"""
 from __future__ import annotations
 
 import ast
 import difflib
+import io
+import sys
+import threading
+import tokenize
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,6 +20,15 @@ import libcst as cst
 
 from . import engine, files
 from .settings import Settings
+
+MAX_BYTES = 1 << 20  # larger files are refused: libcst needs minutes and gigabytes for them
+MAX_DEPTH = 200  # deepest AST nesting analysed (Python itself stops at 200 nested brackets)
+STACK_BYTES = 256 << 20  # stack of the analysis thread
+RECURSION_LIMIT = 20_000  # enough for MAX_DEPTH in libcst's recursive visitors
+
+
+class BadInput(Exception):
+    """A file that cannot be analysed; the message says why."""
 
 
 @dataclass
@@ -21,71 +40,148 @@ class FileOutcome:
     diff: str = ""
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def _describe(e: BaseException) -> str:
+    if isinstance(e, (BadInput, files.ReadError)):
+        return str(e)
     if isinstance(e, cst.ParserSyntaxError):
-        return f"syntax error at {e.raw_line}:{e.raw_column + 1}: {e.message.splitlines()[0]}"
+        return f"syntax error at {e.raw_line}:{e.raw_column + 1}: {e.message}"
     if isinstance(e, SyntaxError):
-        return f"syntax error: {e.msg}"
-    if isinstance(e, UnicodeDecodeError):
-        return f"cannot decode file: {e.reason} at byte {e.start} (declare its encoding with a coding cookie)"
-    if isinstance(e, LookupError):
-        return f"unknown encoding: {e}"
+        where = f" at {e.lineno}:{e.offset or 0}" if e.lineno else ""
+        return f"syntax error{where}: {e.msg}"
     if isinstance(e, RecursionError):
         return "expression nested too deeply to analyse"
-    if isinstance(e, IsADirectoryError):
-        return "is a directory"
-    if isinstance(e, FileNotFoundError):
-        return "no such file (or a broken symbolic link)"
-    if isinstance(e, PermissionError):
-        return "permission denied"
+    if isinstance(e, MemoryError):
+        return "out of memory while analysing the file"
     if isinstance(e, OSError):
         return f"cannot read: {e.strerror or e}"
     return f"internal error: {type(e).__name__}: {e}"
 
 
-def _python_syntax_error(source: bytes) -> str | None:
-    """Python's own wording for a syntax error (clearer than the CST parser's)."""
+def encoding_of(source: bytes) -> str:
+    """The encoding Python would use: BOM, then coding cookie, else UTF-8."""
     try:
-        ast.parse(source)
+        return tokenize.detect_encoding(io.BytesIO(source).readline)[0]
     except SyntaxError as e:
-        return f"syntax error at {e.lineno}:{e.offset or 0}: {e.msg}"
-    except Exception:
-        return None
-    return None
+        if "unknown encoding" in e.msg:
+            raise BadInput(f"the coding cookie names an {e.msg}") from None
+        if "encoding problem" in e.msg:
+            raise BadInput("the coding cookie contradicts the UTF-8 byte order mark") from None
+        return "utf-8"  # the first lines are not UTF-8: decoding says where
 
 
-def read_source(path: Path) -> bytes:
-    if path.is_symlink() and not path.exists():
-        raise FileNotFoundError(str(path))
-    if path.is_dir():
-        raise IsADirectoryError(str(path))
-    return path.read_bytes()
+def _decode(source: bytes) -> str:
+    encoding = encoding_of(source)
+    try:
+        return source.decode(encoding)
+    except UnicodeDecodeError as e:
+        line = source.count(b"\n", 0, e.start) + 1
+        hint = " (declare the file's encoding with a coding cookie)" if encoding.startswith("utf-8") else ""
+        raise BadInput(f"cannot decode as {encoding}: byte 0x{source[e.start]:02x} at line {line}{hint}") from None
+
+
+def _depth(tree: ast.AST) -> int:
+    best, stack = 0, [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
+        best = max(best, d)
+        step = len(node.values) - 1 if isinstance(node, ast.BoolOp) else 1  # libcst nests `a and b and c`
+        stack.extend((child, d + step) for child in ast.iter_child_nodes(node))
+    return best
+
+
+def validate(source: bytes) -> None:
+    """Raise BadInput/SyntaxError for a source that must not reach libcst."""
+    if b"\x00" in source:
+        raise BadInput("file contains null bytes")
+    if len(source) > MAX_BYTES:
+        raise BadInput(f"file too large to analyse ({len(source) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.1f} MB)")
+    _decode(source)
+    try:
+        tree = ast.parse(source)
+    except (MemoryError, RecursionError):
+        raise BadInput("expression nested too deeply for Python's parser") from None
+    depth = _depth(tree)
+    if depth > MAX_DEPTH:
+        raise BadInput(f"expression nested too deeply to analyse (depth {depth}; the limit is {MAX_DEPTH})")
+
+
+def checks_out(source: bytes, path: Path) -> None:
+    """Raise SyntaxError unless `source` (as bytes, with its encoding) compiles."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile(source, str(path), "exec", dont_inherit=True)
+
+
+def _in_big_thread(fn, *args):
+    """Run fn(*args) on a thread with a large stack and a high recursion limit; re-raise its error."""
+    box: dict = {}
+
+    def target() -> None:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, RECURSION_LIMIT))
+        try:
+            box["value"] = fn(*args)
+        except BaseException as e:  # handed to the caller
+            box["error"] = e
+        finally:
+            sys.setrecursionlimit(old)
+
+    old_size = threading.stack_size(STACK_BYTES)
+    try:
+        thread = threading.Thread(target=target, name="graphmend-check")
+        thread.start()
+    finally:
+        threading.stack_size(old_size)
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _diff(path: Path, before: bytes, after: bytes) -> str:
+    encoding = encoding_of(before)
+    old = before.decode(encoding).splitlines(keepends=True)
+    new = after.decode(encoding).splitlines(keepends=True)
+    return "".join(difflib.unified_diff(old, new, f"a/{path.as_posix()}", f"b/{path.as_posix()}"))
+
+
+def _fix_error(source: bytes, path: Path, e: SyntaxError) -> str:
+    try:
+        checks_out(source, path)
+    except SyntaxError as original:
+        return _describe(original)  # the file itself never compiled
+    return f"a fix produced code that does not compile ({e.msg}, line {e.lineno}); file left unchanged"
 
 
 def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False) -> FileOutcome:
     out = FileOutcome(path)
     try:
-        source = read_source(path)
-        if b"\x00" in source:
-            out.error = "file contains null bytes"
-            return out
-        result = engine.check(source, s, fix=fix or diff)
-    except cst.ParserSyntaxError as e:
-        out.error = _python_syntax_error(source) or _describe(e)
+        source = files.read_source(path, MAX_BYTES)
+        validate(source)
+    except Exception as e:  # bad input never stops the run
+        out.error = _one_line(_describe(e))
         return out
-    except Exception as e:  # bad input never stops the run (RecursionError included)
-        out.error = _describe(e)
+    try:
+        result = _in_big_thread(engine.check, source, s, fix or diff)
+        changed = result.fixed > 0 and result.source != source
+        if changed:
+            checks_out(result.source, path)  # a fix never leaves code that does not compile
+    except SyntaxError as e:
+        out.error = _one_line(_fix_error(source, path, e))
         return out
-    out.findings = result.findings
-    out.fixed = result.fixed
-    if result.fixed and result.source != source:
-        if diff:
-            old = source.decode("utf-8", errors="replace").splitlines(keepends=True)
-            new = result.source.decode("utf-8", errors="replace").splitlines(keepends=True)
-            out.diff = "".join(difflib.unified_diff(old, new, f"a/{path.as_posix()}", f"b/{path.as_posix()}"))
-        else:
-            try:
-                files.atomic_write(path, result.source)
-            except OSError as e:
-                out.error = f"cannot write fixes: {e.strerror or e}"
+    except Exception as e:
+        out.error = _one_line(_describe(e))
+        return out
+    out.findings, out.fixed = result.findings, result.fixed
+    if changed and diff:
+        out.diff = _diff(path, source, result.source)
+    elif changed:
+        try:
+            files.write_if_unchanged(path, source, result.source)
+        except OSError as e:
+            out.error, out.fixed = _one_line(f"cannot write fixes: {e.strerror or e}"), 0
     return out
