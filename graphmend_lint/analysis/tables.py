@@ -83,7 +83,9 @@ ELEMENTWISE: dict[str, Op] = {
     "pow": Op(finite_grad=False),
 }
 # Reductions that raise on an empty tensor (the others return a value).
-RAISES_ON_EMPTY = {"max", "min", "amax", "amin", "argmax", "argmin", "median"}
+RAISES_ON_EMPTY = {"max", "min", "amax", "amin", "argmax", "argmin"}
+# Reductions that warn (a visible side effect) on inputs with too few elements.
+WARNS_ON_EMPTY = {"std", "var"}
 
 # Arithmetic with a Python number: shape kept; dtype kept for floating tensors
 # (and for int tensors with an int, except true division).

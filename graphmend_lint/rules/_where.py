@@ -19,6 +19,7 @@ from ..analysis.bindings import dotted
 FLOAT_DTYPES = {"float16", "float32", "float64", "bfloat16", "half", "float", "double"}
 FINFO_ATTRS = {"max", "min", "eps", "tiny", "resolution", "smallest_normal"}
 CAST_OK = set(T.CAST_METHODS)
+SYMBOLS = {"Add": "`+`", "Subtract": "`-`", "Multiply": "`*`", "Divide": "`/`", "Power": "`**`"}
 
 
 @dataclass
@@ -280,6 +281,8 @@ class Prover:
         if op in T.REDUCTIONS:
             if op in T.RAISES_ON_EMPTY:
                 return f"`{name}` raises on an empty tensor when its branch is not taken"
+            if op in T.WARNS_ON_EMPTY:
+                return f"`{name}` warns on too few elements when its branch is not taken"
             return None
         return f"`{name}(...)` may have side effects or raise: torch.where runs both branches"
 
@@ -354,13 +357,13 @@ class Prover:
             inner = self.chain(node.expression, depth + 1)
             if inner is not None:
                 inner.needs_float = True  # -bool raises; ints would be fine but keep it simple
-                inner.ops.insert(0, "neg")
+                inner.ops.insert(0, "unary `-`")
             return inner
         if isinstance(node, cst.BinaryOperation) and isinstance(
                 node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)):
             left_num, right_num = self.number(node.left)[0], self.number(node.right)[0]
             if right_num and not left_num:
-                inner, op = self.chain(node.left, depth + 1), type(node.operator).__name__
+                inner, op = self.chain(node.left, depth + 1), SYMBOLS[type(node.operator).__name__]
                 if inner is None:
                     return None
                 inner.needs_float = True
@@ -374,7 +377,7 @@ class Prover:
                 if inner is None:
                     return None
                 inner.needs_float = True
-                inner.ops.insert(0, type(node.operator).__name__)
+                inner.ops.insert(0, SYMBOLS[type(node.operator).__name__])
                 if isinstance(node.operator, cst.Divide):
                     inner.bad_grad.append(f"`{code(node.left)} / ...`")
                 return inner
@@ -393,7 +396,7 @@ class Prover:
                 return None
             e = T.ELEMENTWISE[op]
             inner.needs_float = inner.needs_float or e.dtype == "float" or e.raises
-            inner.ops.insert(0, op)
+            inner.ops.insert(0, f"`{op}`")
             if not e.finite_grad:
                 inner.bad_grad.append(f"`{op}`")
             return inner

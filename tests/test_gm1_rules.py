@@ -1,0 +1,111 @@
+"""GM101-GM104: the rules' own Fixit cases, and the proof engine on small snippets."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from fixit.testing import add_lint_rule_tests_to_module
+
+from graphmend_lint import engine
+from graphmend_lint.rules import ALL_RULES
+from graphmend_lint.settings import Settings
+
+GM1 = [r for r in ALL_RULES if r.CODE.startswith("GM1")]
+# Fixit builds test cases from rule instances (classes yield none)
+add_lint_rule_tests_to_module(globals(), [r() for r in GM1])
+
+
+def test_gm1_rules_are_collected():
+    assert [r.CODE for r in GM1] == ["GM101", "GM102", "GM103", "GM104"]
+    assert len([k for k in globals() if k.endswith("Rule") and isinstance(globals()[k], type)]) == 4
+
+
+HEAD = """
+import torch
+from torch import nn
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x, mask=None):
+        h = self.proj(x)
+"""
+
+
+def findings(body: str, code: str = "GM101"):
+    src = HEAD + textwrap.indent(textwrap.dedent(body), " " * 8)
+    return [f for f in engine.check(src.encode(), Settings(unsafe_fixes=True)).findings if f.code == code]
+
+
+@pytest.mark.parametrize("body,safety,words", [
+    # accepted shapes
+    ("if h.sum() > 0:\n    y = h * 2\nelse:\n    y = h - 1\nreturn y\n", "safe", "fix: torch.where"),
+    ("if h.sum() > 0:\n    return torch.tanh(h)\nreturn h\n", "none", "`return` in some branches only"),
+    ("if h.max() > 1:\n    h = h / 2\nreturn h\n", "safe", ""),
+    ("if x.dtype == torch.float16 and torch.isinf(x).any():\n    x = torch.clamp(x, min=-1.0, max=1.0)\nreturn x\n",
+     "safe", ""),
+    ("if h.mean() > 0:\n    a = h * 2\n    b = h * 3\nelse:\n    a = h\n    b = h\nreturn a + b\n", "safe", ""),
+    # refusals and missing proofs
+    ("if h.sum() > 0:\n    y = h * 2\nelif self.training:\n    y = h\nelse:\n    y = -h\nreturn y\n", "none",
+     "static test among tensor tests"),
+    ("if h.sum() > 0 and self.training:\n    h = h * 2\nreturn h\n", "none", "static test after a tensor test"),
+    ("if h.sum() > 0:\n    t = h * 2\n    h = t\nreturn h, t\n", "none", "reads another name"),
+    ("if h.sum() > 0:\n    t = h * 2\n    h = t\nelse:\n    t = h\nreturn h\n", "none", "cannot be hoisted"),
+    ("if h.sum() > 0:\n    t = 2.0\n    h = h * t\nreturn h\n", "safe", ""),
+    ("if h.sum() > 0:\n    y = h * 2\n    z = y + 1\nelse:\n    y = h\n    z = h\nreturn y + z\n", "none",
+     "reads another name"),
+    ("if h.sum() > 0:\n    y = h * 2\nreturn y\n", "none", "not provably bound"),
+    ("if h.sum() > 0:\n    y = 1.0\nelse:\n    y = h\nreturn y\n", "none", "Python value"),
+    ("if h.sum() > 0:\n    y = None\nelse:\n    y = h\nreturn y\n", "none", "Python value"),
+    ("if h.sum() > 0:\n    y = h / mask.sum()\nelse:\n    y = h\nreturn y\n", "unsafe", "same shape and dtype"),
+    ("if h.sum() > 0:\n    h = torch.exp(h)\nreturn h\n", "unsafe", "infinite derivative"),
+    ("with torch.no_grad():\n    if h.sum() > 0:\n        h = torch.exp(h)\nreturn h\n", "safe", ""),
+    ("if h.sum() > 0:\n    h = h.detach()\nreturn h\n", "unsafe", "`detach`"),
+    ("if h.sum() > 0:\n    h = h.masked_fill(mask, 0.0)\nreturn h\n", "unsafe", "same shape"),
+    ("if h.sum() > 0 or h[0].sum() > 0:\n    h = h * 2\nreturn h\n", "none", "indexing"),
+    ("if h.sum() > 0 or h.std() > 1:\n    h = h * 2\nreturn h\n", "none", "warns"),
+    ("if h.sum() > 0 or h.amax() > 1:\n    h = h * 2\nreturn h\n", "none", "raises on an empty tensor"),
+    ("if h.amax() > 1 or h.sum() > 0:\n    h = h * 2\nreturn h\n", "safe", ""),
+    ("if torch.equal(h, x):\n    h = h * 2\nreturn h\n", "none", "Python value from tensor data"),
+    ("if h.sum() > 0:\n    h = h * 2\nh += 1\nreturn h\n", "unsafe", "modified in place"),
+    ("if h.sum() > 0:\n    h = h * 2\nh[0] = 1\nreturn h\n", "unsafe", "modified in place"),
+    ("if h.sum() > 0:\n    h = torch.clamp(h, min=torch.finfo(x.dtype).min)\nreturn h\n", "none", "TypeError"),
+    ("if h.sum() > 0:\n    self.proj.weight.data.zero_()\nreturn h\n", "none", "side effects"),
+    ("if h.sum() > 0:\n    print(h)\nreturn h\n", "none", "side effects"),
+])
+def test_gm101_proofs(body, safety, words):
+    (f,) = findings(body)
+    assert f.safety.value == safety, f.message
+    assert words in f.message
+
+
+@pytest.mark.parametrize("body", [
+    "if self.training and x.dim() == 3:\n    h = h * 2\nreturn h\n",
+    "if x.shape[0] > 1 or mask is None:\n    h = h * 2\nreturn h\n",
+    "if isinstance(mask, torch.Tensor) and mask.dtype == torch.bool:\n    h = h * 2\nreturn h\n",
+    "if self.config.use_cache and len(x) > 2:\n    h = h * 2\nreturn h\n",
+    "if x.size(-1) == 4 and x.numel() > 0 and x.is_floating_point():\n    h = h * 2\nreturn h\n",
+    "if torch.compiler.is_compiling():\n    h = h * 2\nreturn h\n",
+    "if not torch.compiler.is_compiling():\n    if h.sum() > 0:\n        h = h * 2\nreturn h\n",
+    "if h.sum() > 0:\n    raise ValueError('positive')\nreturn h\n",
+])
+def test_static_and_foreign_tests_are_not_flagged(body):
+    assert findings(body) == []
+
+
+def test_fix_spells_torch_as_the_file_does():
+    src = "import torch as th\n\n@th.compile\ndef f(x):\n    y = x.float()\n    return y * 2 if y.sum() > 0 else y - 1\n"
+    out = engine.check(src.encode(), Settings(), fix=True).source.decode()
+    assert "return th.where(y.sum() > 0, y * 2, y - 1)" in out
+    assert "import torch\n" not in out
+
+
+def test_ifexp_and_while_and_loops():
+    assert findings("return h * 2 if h.sum() > 0 else h\n", "GM102")[0].safety.value == "safe"
+    assert findings("return 2.0 if h.sum() > 0 else 1.0\n", "GM102")[0].safety.value == "none"
+    assert findings("while h.sum() > 0:\n    h = h - 1\nreturn h\n", "GM103")
+    loop = "for i in range(3):\n    if h.sum() > 0:\n        h = h * 2\nreturn h\n"
+    assert findings(loop, "GM104") and not findings(loop, "GM101")
+    assert "skips the whole function `forward`" in findings(loop, "GM104")[0].message

@@ -1,0 +1,91 @@
+"""The torch facts GM1xx proofs rely on (analysis/tables.py), measured against the installed torch."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from graphmend_lint.analysis import tables as T
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32, torch.bool)
+# how to call each op with Python-number extra arguments (the only form a proof accepts)
+CALLS = {
+    "clamp": lambda x: torch.clamp(x, min=-0.5, max=0.5), "clip": lambda x: torch.clip(x, -0.5, 0.5),
+    "clamp_min": lambda x: torch.clamp_min(x, 0.5), "clamp_max": lambda x: torch.clamp_max(x, 0.5),
+    "nan_to_num": lambda x: torch.nan_to_num(x, nan=0.0), "neg": torch.neg, "negative": torch.negative,
+    "abs": torch.abs, "relu": torch.relu, "sign": torch.sign, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
+    "sin": torch.sin, "cos": torch.cos, "gelu": F.gelu, "silu": F.silu, "hardtanh": F.hardtanh,
+    "leaky_relu": F.leaky_relu, "softsign": F.softsign, "detach": torch.detach, "clone": torch.clone,
+    "contiguous": lambda x: x.contiguous(), "exp": torch.exp, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
+    "masked_fill": lambda x: x.masked_fill(x > 0, 0), "log": torch.log, "log1p": torch.log1p, "reciprocal": torch.reciprocal, "pow": lambda x: torch.pow(x, 0.5),
+}
+FLOATS = {torch.float32, torch.float16, torch.bfloat16, torch.float64}
+
+
+def test_every_table_entry_is_measured():
+    assert set(CALLS) == set(T.ELEMENTWISE)
+
+
+@pytest.mark.parametrize("name", sorted(T.ELEMENTWISE))
+def test_elementwise_shape_dtype_and_raising(name):
+    op, call = T.ELEMENTWISE[name], CALLS[name]
+    for dtype in DTYPES:
+        x = (torch.randn(3, 4) * 3).to(dtype)
+        try:
+            y = call(x)
+        except (RuntimeError, NotImplementedError, TypeError):
+            assert op.raises and dtype not in FLOATS, f"{name} raised on {dtype}"
+            continue
+        if op.shape:
+            assert y.shape == x.shape, (name, dtype)
+        if op.dtype == "any" or dtype in FLOATS:
+            assert y.dtype == dtype, (name, dtype, y.dtype)
+
+
+def test_masked_fill_may_broadcast_beyond_its_input():
+    assert not T.ELEMENTWISE["masked_fill"].shape
+    x = torch.zeros(3, 4)
+    assert x.masked_fill(torch.ones(2, 3, 4, dtype=torch.bool), 1.0).shape == (2, 3, 4)
+
+
+@pytest.mark.parametrize("name", sorted(T.ELEMENTWISE))
+def test_finite_grad_claims(name):
+    """finite_grad=True: the derivative at awkward points (0, -1, tiny, huge) is finite, so
+    torch.where's zero gradient for the untaken branch stays zero (0 * finite)."""
+    op, call = T.ELEMENTWISE[name], CALLS[name]
+    x = torch.tensor([0.0, -1.0, 1e-30, 1e30, 0.5], requires_grad=True)
+    y = call(x)
+    if not y.requires_grad:
+        assert not op.finite_grad  # detach: no gradient at all where `if` had one
+        return
+    # the gradient torch.where sends to an untaken branch is zero
+    (g,) = torch.autograd.grad(y, x, torch.zeros_like(y))
+    if op.finite_grad:
+        assert torch.isfinite(g).all(), name
+    else:
+        assert not torch.isfinite(g).all(), f"{name} is marked finite_grad=False but is finite here"
+
+
+@pytest.mark.parametrize("name", sorted(T.REDUCTIONS))
+def test_reductions_on_empty(name):
+    x = torch.zeros(0, 3)
+    fn = getattr(torch, name)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = fn(x)
+        except (RuntimeError, IndexError):
+            assert name in T.RAISES_ON_EMPTY, name
+            return
+    assert name not in T.RAISES_ON_EMPTY, name
+    assert bool(caught) == (name in T.WARNS_ON_EMPTY), name
+    assert out.dim() == 0  # no dim argument: 0-d
+
+
+def test_python_number_arithmetic_keeps_floating_dtype():
+    for dtype in FLOATS:
+        x = torch.ones(2, dtype=dtype)
+        for y in (x + 0.5, x - 1, x * 2, x / 3, 2 * x, -x, x ** 2):
+            assert y.dtype == dtype and y.shape == x.shape

@@ -1,0 +1,175 @@
+"""GM1xx fixes on the fixtures: inputs cover every branch, the fixed code compiles with
+fullgraph=True, NaN inputs behave alike, and the traps behind each refusal are real."""
+from __future__ import annotations
+
+import sys
+
+import libcst as cst
+import pytest
+import torch
+from fixture_io import FIXTURES
+from harness import load, observe
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from graphmend_lint import engine
+from graphmend_lint.settings import Settings
+
+GM1 = sorted(p for p in FIXTURES.glob("GM10[12]/invalid_*.py") if p.name.count(".") == 1)
+WITH_MAKE = [p for p in GM1 if "def make(" in p.read_text(encoding="utf-8")]
+
+
+def _fixed(case, suffix):
+    path = case.with_name(case.stem + suffix)
+    return path if path.exists() else None
+
+
+def _build(path, tag):
+    module = load(path, f"gm1_{tag}_{path.stem.replace('.', '_')}")
+    torch.manual_seed(0)
+    return module.make()
+
+
+def _lines_run(fn, args, path) -> set[int]:
+    lines: set[int] = set()
+    target = str(path)
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != target:
+            return None
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        fn(*args)
+    except Exception:
+        pass
+    finally:
+        sys.settrace(None)
+    return lines
+
+
+def test_every_fixed_fixture_has_inputs():
+    for case in GM1:
+        if _fixed(case, ".fixed.py"):
+            assert case in WITH_MAKE, f"{case.name}: a safe fix needs make() for the differential test"
+
+
+@pytest.mark.parametrize("case", [c for c in WITH_MAKE if "GM101" in str(c)], ids=lambda p: p.name)
+def test_inputs_take_every_branch_of_flagged_ifs(case):
+    source = case.read_text(encoding="utf-8")
+    flagged = {f.line for f in engine.check(source.encode(), Settings(unsafe_fixes=True)).findings if f.code == "GM101"}
+    wrapper = MetadataWrapper(cst.parse_module(source))
+    pos = wrapper.resolve(PositionProvider)
+    ifs = [n for n in pos if isinstance(n, cst.If) and pos[n].start.line in flagged]
+    fn, inputs = _build(case, "cov")
+    runs = [_lines_run(fn, args, case) for args in inputs]
+    for node in ifs:
+        arms, cur = [], node
+        while isinstance(cur, cst.If):
+            arms.append(pos[cur.body.body[0]].start.line)
+            cur = cur.orelse
+        else_line = pos[cur.body.body[0]].start.line if cur is not None else None
+        for line in arms:
+            assert any(line in r for r in runs), f"no input takes the branch at line {line}"
+        test_line = pos[node].start.line
+        if else_line is not None:
+            assert any(else_line in r for r in runs), f"no input takes the else at line {else_line}"
+        else:
+            assert any(test_line in r and not (set(arms) & r) for r in runs), "no input skips the if"
+
+
+@pytest.mark.parametrize("case", [c for c in WITH_MAKE if "GM102" in str(c) and _fixed(c, ".fixed.py")],
+                         ids=lambda p: p.name)
+def test_inputs_take_both_sides_of_flagged_ifexp(case, monkeypatch):
+    fixed = _fixed(case, ".fixed.py")
+    fn, inputs = _build(fixed, "ifexp")
+    seen = []
+    real = torch.where
+
+    def spy(cond, *rest):
+        seen.append(bool(cond))
+        return real(cond, *rest)
+
+    monkeypatch.setattr(torch, "where", spy)
+    for args in inputs:
+        fn(*args)
+    assert set(seen) == {True, False}
+
+
+@pytest.mark.parametrize("case", [c for c in WITH_MAKE if _fixed(c, ".fixed.py") or _fixed(c, ".unsafe.fixed.py")],
+                         ids=lambda p: p.name)
+def test_fixed_code_compiles_with_fullgraph(case):
+    fixed = _fixed(case, ".fixed.py") or _fixed(case, ".unsafe.fixed.py")
+    fn, inputs = _build(fixed, "fullgraph")
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, fullgraph=True, backend="aot_eager")
+    try:
+        for args in inputs:
+            args = tuple(a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+                         for a in args)
+            got, want = compiled(*args), fn(*args)
+            got, want = (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple) else (want,))
+            for g, w in zip(got, want):
+                assert g.shape == w.shape and g.dtype == w.dtype
+                assert torch.allclose(g.float(), w.float(), rtol=1e-5, atol=1e-6, equal_nan=True)
+    finally:
+        torch._dynamo.reset()
+
+
+def _nan_equal(a, b) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(torch.isnan(a), torch.isnan(b)) and \
+        torch.equal(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0))
+
+
+def test_fp16_clamp_fix_on_nan_and_inf_inputs():
+    case = FIXTURES / "GM101" / "invalid_fp16_overflow_clamp.py"
+    orig, _ = _build(case, "nan_o")
+    fixed, _ = _build(_fixed(case, ".fixed.py"), "nan_f")
+    nan = torch.tensor([[float("nan"), 1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0]]).half().requires_grad_()
+    big = torch.tensor([[60000.0, 1.0, -60000.0, 2.0], [1.0, 2.0, 3.0, 4.0]]).half()
+    assert torch.isinf(big + orig.fc(big.float()).half()).any()  # the clamp branch really runs
+    for x in (nan, big.requires_grad_()):
+        o, f = observe(orig, (x,)), observe(fixed, (x,))
+        assert o.error is None and f.error is None
+        assert _nan_equal(o.output[0], f.output[0])
+        assert all(_nan_equal(a, b) for a, b in zip(o.grads, f.grads))
+    assert not torch.isinf(fixed(big)[0]).any()
+
+
+def test_sqrt_trap_unsafe_fix_gives_nan_gradients():
+    """Why GM101 refuses to call this fix safe: the untaken sqrt branch poisons the gradient."""
+    case = FIXTURES / "GM101" / "invalid_sqrt_under_autograd.py"
+    unsafe = _fixed(case, ".unsafe.fixed.py")
+    assert unsafe is not None and _fixed(case, ".fixed.py") is None
+    orig, _ = _build(case, "sqrt_o")
+    fixed, _ = _build(unsafe, "sqrt_f")
+    x = torch.tensor([[0.5, -0.5, 1.0, 0.0]], requires_grad=True)  # min <= 0: branch not taken
+    o, f = observe(orig, (x,)), observe(fixed, (x,))
+    assert torch.equal(o.output, f.output)
+    assert all(torch.isfinite(g).all() for g in o.grads)
+    assert not all(torch.isfinite(g).all() for g in f.grads)
+
+
+def test_shape_trap_unsafe_fix_broadcasts():
+    case = FIXTURES / "GM101" / "invalid_shape_mismatch.py"
+    orig, _ = _build(case, "shape_o")
+    fixed, _ = _build(_fixed(case, ".unsafe.fixed.py"), "shape_f")
+    x = torch.ones(3, 4)  # mean > 0: the original returns the (1, 4) mean
+    assert orig(x).shape == (1, 4) and fixed(x).shape == (3, 4)
+
+
+def test_inplace_trap_unsafe_fix_changes_aliasing():
+    """`if` without else keeps the caller's tensor when not taken; torch.where makes a new one."""
+    case = FIXTURES / "GM101" / "invalid_inplace_after.py"
+    assert "modified in place later" in case.with_name(case.stem + ".findings.txt").read_text(encoding="utf-8")
+    torch.manual_seed(0)
+    orig = load(case, "gm1_inplace_o").Shift()
+    torch.manual_seed(0)
+    fixed = load(_fixed(case, ".unsafe.fixed.py"), "gm1_inplace_f").Shift()
+    x = torch.full((1, 4), -100.0) if orig.proj(torch.full((1, 4), -100.0)).sum() <= 0 else torch.full((1, 4), 100.0)
+    h1, h2 = torch.ones(1, 4), torch.ones(1, 4)
+    with torch.no_grad():
+        assert torch.equal(orig(x, h1), fixed(x, h2))
+    assert torch.equal(h1, torch.full((1, 4), 2.0)) and torch.equal(h2, torch.ones(1, 4))
