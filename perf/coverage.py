@@ -55,6 +55,7 @@ class Break:
     reason: str  # the registry's Gb_type, else the first line of the reason
     codes: list[str] = field(default_factory=list)  # our findings on that line
     stack: list[tuple[str, int]] = field(default_factory=list)  # user frames, outermost first
+    also: list[str] = field(default_factory=list)  # other GB ids logged at the same line (one site)
 
     def line_in(self, path: str) -> int | None:
         """The line of the innermost frame in `path` (a break inside copy.py called from a model)."""
@@ -113,13 +114,14 @@ def capture_breaks(run) -> list[Break]:
         torch._logging.set_logs()
         for h, level in quiet:
             h.setLevel(level)
-    seen, out = set(), []
+    sites: dict[tuple[str, int], Break] = {}  # one break site per line (recompiles repeat it)
     for b in collector.breaks:
-        key = (b.file, b.line, b.gb)
-        if key not in seen:
-            seen.add(key)
-            out.append(b)
-    return out
+        first = sites.setdefault((b.file, b.line), b)
+        if first is not b and b.gb != first.gb and b.gb not in first.also:
+            first.also.append(b.gb)
+        if first is not b and not first.stack:
+            first.stack = b.stack
+    return list(sites.values())
 
 
 def _call(fn, args):
@@ -263,6 +265,22 @@ def _gpt2():
     return model, [{"input_ids": ids, "labels": ids, "use_cache": False}]
 
 
+def _mixtral():
+    return _decoder("MixtralConfig", "MixtralForCausalLM", num_local_experts=4, num_experts_per_tok=2)()
+
+
+def _longformer():
+    import transformers
+    cfg = transformers.LongformerConfig(
+        vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        attention_window=[4, 4], max_position_embeddings=80, pad_token_id=1, sep_token_id=2)
+    model = transformers.LongformerModel(cfg).eval()
+    ids = torch.randint(3, 128, (2, 16), generator=torch.Generator().manual_seed(1))
+    glob = torch.zeros_like(ids)
+    glob[:, 0] = 1  # global attention on the first token: the global path runs
+    return model, [{"input_ids": ids}, {"input_ids": ids, "global_attention_mask": glob}]
+
+
 SUITE = {
     "hf_bart": _hf("hf_bart"),
     "hf_t5": _hf("hf_t5"),
@@ -273,6 +291,8 @@ SUITE = {
     "hf_gpt2": _gpt2,
     "hf_llama": _decoder("LlamaConfig", "LlamaForCausalLM"),
     "hf_mistral": _decoder("MistralConfig", "MistralForCausalLM"),
+    "hf_mixtral_moe": _mixtral,
+    "hf_longformer": _longformer,
 }
 
 

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import libcst as cst
+from fixit import Invalid, Valid
+
+from . import _explain as X
+from . import base
+
+# Calls whose positional arguments (after `skip`) are Python ints (sizes, offsets): method -> skip.
+SIZE_METHODS = {"view": 0, "reshape": 0, "expand": 0, "new_zeros": 0, "new_ones": 0, "new_empty": 0,
+                "narrow": 1}
+SIZE_FUNCS = {"torch.zeros", "torch.ones", "torch.empty"}
+
+
+class TensorSliceBoundRule(base.GraphMendRule):
+    """
+    ## What it does
+    Finds tensors used where Python needs an integer, in code that runs under `torch.compile`:
+    slice bounds (`x[:n]` with `n = mask.sum()`) and 0-d tensors passed as sizes or offsets to
+    `view`, `reshape`, `expand`, `new_zeros`/`new_ones`/`new_empty`, `narrow` and
+    `torch.zeros`/`ones`/`empty`. Shapes, sizes and Python ints are not reported.
+
+    ## Why it breaks the graph
+    Dynamo has to turn the tensor into a Python int. For a slice bound that is
+    GB0124 "Unsupported Tensor.item() call with capture_scalar_outputs=False", and measured on
+    torch 2.13 this break cannot be resumed: Dynamo compiles up to it and runs the REST OF THE
+    FUNCTION in eager (`explain()` reports 0 breaks, the graph-break log shows it). For a size
+    argument it is GB0033 "Data dependent operator" (measured for `narrow`, `view`, `new_zeros`,
+    `torch.zeros`; Longformer's global attention hits it). With
+    `torch._dynamo.config.capture_scalar_outputs = True` slices are traced with an unbacked size.
+
+    ## Example
+    ```python
+    class Head(nn.Module):
+        def forward(self, x, mask):
+            n = mask.sum()
+            return x[:n]
+    ```
+
+    ## Fix
+    Keep shapes fixed (mask instead of slicing), use `torch.narrow`/`index_select` with
+    `capture_scalar_outputs = True`, or move the slicing out of the compiled region.
+
+    ## Fix safety
+    No automatic fix: the output shape itself depends on the data.
+
+    ## When no fix is offered
+    Always (detection only).
+    """
+
+    CODE = "GM906"
+    NAME = "tensor-as-size"
+    FIX = "none"
+    MESSAGE = ("slice bound is a tensor: Dynamo calls `.item()` on it and breaks the graph (GB0124), "
+               "running the rest of the function eagerly; keep shapes fixed, or set "
+               "`torch._dynamo.config.capture_scalar_outputs = True`")
+    SIZE_MESSAGE = ("`{name}` gets a tensor as a size or offset: Dynamo reads its value and breaks the graph "
+                    "(GB0033); pass a Python int (a shape), or keep shapes fixed")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, n: int):
+                    half = x.shape[1] // 2
+                    return x[:, :half] + x[:n, half:]
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, mask):
+                    n = (mask > 0).sum()
+                    return x[:n]
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, counts):
+                    k = counts.max()
+                    return x.narrow(-1, 0, k)
+            """
+        ),
+    ]
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        for el in node.slice:
+            s = el.slice
+            if not isinstance(s, cst.Slice):
+                continue
+            for bound in (s.lower, s.upper, s.step):
+                if bound is None:
+                    continue
+                v = X.value(self, node, bound)
+                if v is not None and v.is_tensor:
+                    self.flag(node, self.MESSAGE, at=bound)
+                    return
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = X.qualified(self, node.func)
+        skip = 0 if q in SIZE_FUNCS else None
+        name = q
+        attr = X.method_call(node, *SIZE_METHODS)
+        if skip is None and attr is not None and q is None:
+            skip, name = SIZE_METHODS[attr.attr.value], f".{attr.attr.value}()"
+        if skip is None:
+            return
+        for arg in node.args[skip:]:
+            if arg.keyword is not None or arg.star:
+                continue
+            v = X.value(self, node, arg.value)
+            if v is None:
+                return
+            if v.is_tensor and v.zero_dim:
+                self.flag(node, self.SIZE_MESSAGE.format(name=name), at=arg.value)
+                return
