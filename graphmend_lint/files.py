@@ -65,7 +65,7 @@ def read_source(path: Path, limit: int | None = None) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except IsADirectoryError:
         raise ReadError("is a directory") from None
-    with os.fdopen(fd, "rb") as fh:
+    try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
             raise ReadError("is a directory")
@@ -73,6 +73,10 @@ def read_source(path: Path, limit: int | None = None) -> bytes:
             raise ReadError("not a regular file")
         if limit is not None and st.st_size > limit:
             raise ReadError(f"file too large to analyse ({st.st_size / 1e6:.1f} MB; the limit is {limit / 1e6:.1f} MB)")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:
         return fh.read()
 
 
