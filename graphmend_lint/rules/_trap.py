@@ -85,8 +85,8 @@ def is_constant_message(node: cst.BaseExpression | None) -> bool:
 
 
 def flatten(node: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
-    """`a and b and c` -> [a, b, c] (for op=cst.And); parenthesised groups stay whole."""
-    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, op) and not node.lpar:
+    """`a and b and c` -> [a, b, c] (for op=cst.And); `and`/`or` are associative, parentheses too."""
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, op):
         return flatten(node.left, op) + flatten(node.right, op)
     return [node]
 

@@ -1,0 +1,159 @@
+"""GM3xx details the fixtures do not pin down: message reduction, idempotence, layouts, imports."""
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+from fixture_io import FIXTURES
+
+from graphmend_lint import engine
+from graphmend_lint.rules import _trap
+from graphmend_lint.settings import Settings
+
+GM3 = Settings(select=("GM3",))
+
+
+@pytest.mark.parametrize("source,compiled,full", [
+    ('"plain"', "plain", True),
+    ('"a" "b"', "ab", True),
+    ('f"vocab_size: {n}"', "vocab_size: ", False),
+    ('f"{{literal braces}} {x!r:>5} end"', "{literal braces}  end", False),
+    ('f"tab\\t{x}\\n"', "tab\t\n", False),
+    ('rf"\\d+ {x}"', "\\d+ ", False),
+    ('"a " f"{x} b"', "a  b", False),
+    ("f'''multi\nline {x}'''", "multi\nline ", False),
+])
+def test_message_under_compile(source, compiled, full):
+    assert _trap.message_value(cst.parse_expression(source)) == (compiled, full)
+    assert eval(_trap.literal(compiled)) == compiled  # noqa: S307 - the emitted literal round-trips
+
+
+@pytest.mark.parametrize("source", ['"a" + str(x)', "msg", '"%d" % n', 'b"bytes"'])
+def test_other_messages_are_not_reduced(source):
+    assert _trap.message_value(cst.parse_expression(source)) is None
+
+
+def fix(source: str, settings: Settings = GM3) -> engine.Result:
+    return engine.check(textwrap.dedent(source).encode(), settings, fix=True)
+
+
+def test_fixed_fixtures_are_clean_and_stable():
+    """Linting a fixed file finds nothing more to fix, and fixing it again changes nothing."""
+    fixed = sorted(p for d in ("GM301", "GM302", "GM303") for p in (FIXTURES / d).glob("*.fixed.py"))
+    assert len(fixed) >= 10
+    for path in fixed:
+        source = path.read_bytes()
+        again = engine.check(source, Settings(select=("GM3",), unsafe_fixes=True), fix=True)
+        assert again.source == source, path.name
+        assert all(f.replacement is None for f in again.findings), path.name
+
+
+def test_two_space_indentation_and_added_import():
+    result = fix(
+        """
+        from torch import nn
+
+
+        class M(nn.Module):
+          def forward(self, x):
+            if x.sum() > 0:  # positive sums are invalid
+              raise ValueError("positive")
+            return x
+        """
+    )
+    text = result.source.decode()
+    assert text.startswith("import torch\n") or "\nimport torch\n" in text
+    assert (
+        "  def forward(self, x):\n"
+        "    if not torch.compiler.is_compiling():\n"
+        "      if x.sum() > 0:  # positive sums are invalid\n"
+        "        raise ValueError(\"positive\")\n"
+        "    else:\n"
+        "      torch._assert_async(torch.logical_not(x.sum() > 0), \"positive\")\n"
+        "    return x\n"
+    ) in text
+    compile(text, "<fixed>", "exec")
+
+
+def test_aliases_are_respected():
+    text = fix(
+        """
+        import torch as th
+        from torch import nn
+
+
+        class M(nn.Module):
+            def forward(self, a, b):
+                if not th.equal(a, b):
+                    raise RuntimeError("a != b")
+                return a
+        """
+    ).source.decode()
+    assert "if not th.compiler.is_compiling():" in text
+    assert "th._assert_async((a == b).all(), \"a != b\")" in text
+    assert "import torch\n" not in text
+
+
+def test_multiline_condition_keeps_valid_syntax():
+    text = fix(
+        """
+        import torch
+        from torch import nn
+
+
+        class M(nn.Module):
+            def forward(self, labels):
+                if (labels is not None
+                        and labels.max()
+                        >= 10):
+                    raise ValueError(
+                        f"labels must be < 10, got {labels.max()}"
+                    )
+                return labels
+        """
+    ).source.decode()
+    compile(text, "<fixed>", "exec")
+    assert '"labels must be < 10, got "' in text
+
+
+def test_unsafe_fix_only_with_unsafe_fixes():
+    source = """
+        import torch
+        from torch import nn
+
+        from mylib import MaskError
+
+
+        class M(nn.Module):
+            def forward(self, m):
+                if m.max() > 1:
+                    raise MaskError("mask values must be 0 or 1")
+                return m
+        """
+    safe = fix(source)
+    assert safe.fixed == 0 and safe.findings[0].safety.value == "unsafe"
+    assert "not a builtin exception" in safe.findings[0].message
+    assert fix(source, Settings(select=("GM3",), unsafe_fixes=True)).fixed == 1
+
+
+def test_shadowed_builtin_exception_is_not_trusted():
+    result = fix(
+        """
+        import torch
+        from torch import nn
+
+
+        class ValueError(Exception):
+            def __str__(self):
+                return "custom"
+
+
+        class M(nn.Module):
+            def forward(self, x):
+                if x.sum() > 0:
+                    raise ValueError("positive")
+                return x
+        """
+    )
+    assert result.fixed == 0 and result.findings[0].safety.value == "unsafe"
