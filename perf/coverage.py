@@ -281,6 +281,27 @@ def _longformer():
     return model, [{"input_ids": ids}, {"input_ids": ids, "global_attention_mask": glob}]
 
 
+def _switch():
+    import transformers
+    cfg = transformers.SwitchTransformersConfig(
+        vocab_size=128, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
+        num_experts=4, encoder_sparse_step=1, decoder_sparse_step=1, dropout_rate=0.0)
+    model = transformers.SwitchTransformersModel(cfg).to(torch.float16).eval()  # fp16: the clamps run
+    g = torch.Generator().manual_seed(1)
+    ids, dec = torch.randint(3, 128, (2, 8), generator=g), torch.randint(3, 128, (2, 4), generator=g)
+    return model, [{"input_ids": ids, "decoder_input_ids": dec, "use_cache": False}]
+
+
+def _jetmoe():
+    import transformers
+    cfg = transformers.JetMoeConfig(
+        vocab_size=128, hidden_size=32, num_hidden_layers=2, num_key_value_heads=2, kv_channels=8,
+        intermediate_size=64, num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=64)
+    model = transformers.JetMoeForCausalLM(cfg).eval()
+    ids = torch.randint(3, 128, (2, 8), generator=torch.Generator().manual_seed(1))
+    return model, [{"input_ids": ids, "use_cache": False}]
+
+
 SUITE = {
     "hf_bart": _hf("hf_bart"),
     "hf_t5": _hf("hf_t5"),
@@ -293,6 +314,8 @@ SUITE = {
     "hf_mistral": _decoder("MistralConfig", "MistralForCausalLM"),
     "hf_mixtral_moe": _mixtral,
     "hf_longformer": _longformer,
+    "hf_switch_moe": _switch,
+    "hf_jetmoe": _jetmoe,
 }
 
 
