@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from . import _effects, base
+from . import _defer, _effects, base, fixes
 
 
 class PrintInCompiledCodeRule(base.GraphMendRule):
@@ -26,28 +26,71 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
     ```
 
     ## Fix
-    The call is guarded so that it runs only in eager mode:
+    By default (`log-strategy = "guard"`) the call is guarded so that it runs only in
+    eager mode:
     ```python
             if not torch.compiler.is_compiling():
                 print("block input", x.shape)
     ```
+    With `log-strategy = "defer"` in `[tool.graphmend]`, the compiled branch hands the
+    same arguments to a helper that `torch.compile` runs after the graph, with tensors
+    cloned at the call so that later in-place ops do not change what is printed:
+    ```python
+    @torch.compiler.disable
+    def _graphmend_print(*args):
+        print(*args)
+
+
+    torch._dynamo.config.reorderable_logging_functions.add(_graphmend_print)
+    ...
+            if not torch.compiler.is_compiling():
+                print("block", x.shape, h)
+            else:
+                _graphmend_print("block", f"{x.shape}", h.detach().clone())
+    ```
+    Only the helper is registered, never `print` itself, so no other code is reordered.
 
     ## Fix safety
     Safe: `torch.compiler.is_compiling()` is `False` outside `torch.compile`, so eager
-    runs print exactly what they printed before, in the same order. Under compile the
-    message is not printed (that is the price of an unbroken graph).
+    runs print exactly what they printed before, in the same order, with either strategy
+    (the eager branch is the original line). Under compile the guard prints nothing.
+
+    The defer strategy, measured on torch 2.13 (tests/test_gm2_defer.py): the graph stays
+    whole and the compiled run prints the same lines as eager, in order, with the values
+    the arguments had at the call; tensors print without their `grad_fn=` suffix (they
+    are detached copies). Limits found, each measured:
+    - prints in frames Dynamo *inlines* (a same-file helper, the `forward` of a
+      submodule of the compiled model) are silently dropped: Dynamo replays only the
+      deferred calls of the frame it compiles (`debug_locals` of an inlining
+      translator are never replayed). There the defer strategy prints nothing, like
+      the guard; only prints in the function `torch.compile` is applied to appear;
+    - keyword arguments (`sep=`, `end=`, `file=`) are silently dropped by the
+      reordering, so calls with keywords, `*args` or `**kwargs` are guarded instead;
+    - `x.shape` is refused as an argument (a break stays), so shapes and other trace-time
+      values are passed as `f"{x.shape}"`, which prints the same text;
+    - `.item()` (and f-strings that call it) breaks even when deferred: guarded instead;
+      so are arguments that are neither tensors, literals nor trace-time values;
+    - without the clone, `reorderable_logging_functions` prints the value a tensor has
+      at the end of the graph; without `torch.compiler.disable`, Dynamo traces the helper
+      when it is replayed;
+    - if the graph raises after the call (say an assert), the deferred line is lost,
+      where eager printed it before raising.
 
     ## When no fix is offered
     When `print(...)` is not a statement of its own (its value is used, it shares a line
-    with other statements, or it is the body of a one-line `if`), the finding is reported
-    without a fix. When the file does not import `torch` itself, `graphmend-lint --fix`
-    adds `import torch`; plain `fixit fix` leaves that finding for the CLI.
+    with other statements, or it is the body of a one-line `if`), and when an argument
+    has a side effect (`.pop()`, `next()`, an in-place `.add_()`, `:=`) that a guarded
+    call would skip under compile. `*args`/`**kwargs` and f-strings that call `.item()`
+    are guarded (the eager call is unchanged). When the file does not import `torch`
+    itself, `graphmend-lint --fix` adds `import torch`; plain `fixit fix` leaves that
+    finding for the CLI.
     """
 
     CODE = "GM201"
     NAME = "print-in-compiled-code"
     FIX = "safe"
     MESSAGE = "`print()` in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()`"
+    MESSAGE_DEFER = "`print()` in compiled code breaks the graph; defer it after the graph under compile"
 
     VALID = [
         Valid(
@@ -131,9 +174,71 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not (isinstance(node.func, cst.Name) and node.func.value == "print"):
+        if not self._is_print(node):
             return
-        assert self.facts is not None
-        if self.facts.bindings.qualify(node.func) is not None or self.compiled_function(node) is None:
+        if self.settings.log_strategy == "defer" and self._defer(node):
             return
         _effects.report(self, node, self.MESSAGE)
+
+    def _is_print(self, node: cst.Call) -> bool:
+        if not (isinstance(node.func, cst.Name) and node.func.value == "print"):
+            return False
+        assert self.facts is not None
+        return self.facts.bindings.qualify(node.func) is None and self.compiled_function(node) is not None
+
+    # -- log-strategy = "defer" ------------------------------------------------
+    def _defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.If] | None:
+        assert self.facts is not None
+        if not self._is_print(call) or _effects.refusal(call, self.parent) is not None:
+            return None
+        func = self.compiled_function(call)
+        assert func is not None
+        args = _defer.deferred_args(call, self.facts.function(func).value, self.spell("torch.Tensor")[0])
+        if args is None:
+            return None
+        line = fixes.sole_statement_line(call, self.parent)
+        assert line is not None
+        return line, _defer.site(line, call, args, self.spell("torch.compiler.is_compiling")[0])
+
+    def _top(self, node: cst.CSTNode) -> cst.CSTNode:
+        up = self.parent(node)
+        while up is not None and not isinstance(up, cst.Module):
+            node, up = up, self.parent(up)
+        return node
+
+    def _defer(self, call: cst.Call) -> bool:
+        plan = self._defer_site(call)
+        if plan is None:
+            return False
+        assert self.facts is not None
+        line, new = plan
+        needs = self.spell("torch.compiler.is_compiling")[1]
+        top = self._top(line)
+        planned = self.__dict__.get("_helper_top")
+        if _defer.HELPER in self.facts.scope.index.functions or planned is not None:
+            self.flag(line, self.MESSAGE_DEFER, at=call, replacement=new, needs_torch_import=needs)
+            return True
+        # First deferred site of the module: its top-level statement is replaced by the
+        # helper + the statement with every deferrable print in it rewritten.
+        self.__dict__["_helper_top"] = top
+        sites = [s for s in (self._defer_site(c) for c in _calls(top)) if s is not None]
+        rewritten = top.visit(_defer.ReplaceLines(dict(sites)))
+        helper = _defer.helper(self.spell("torch.compiler.disable")[0],
+                               self.spell("torch._dynamo.config.reorderable_logging_functions")[0])
+        helper[0] = helper[0].with_changes(leading_lines=[x for x in top.leading_lines if not x.comment])
+        blank = [cst.EmptyLine(), cst.EmptyLine()]
+        rewritten = rewritten.with_changes(leading_lines=blank + [x for x in top.leading_lines if x.comment])
+        self.flag(top, self.MESSAGE_DEFER, at=call, replacement=cst.FlattenSentinel([*helper, rewritten]),
+                  needs_torch_import=needs)
+        return True
+
+
+def _calls(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            found.append(call)
+
+    node.visit(_Collect())
+    return found
