@@ -51,17 +51,28 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
     `stacklevel` still point where they did). Under compile the record is not emitted.
 
     Why not defer the record instead (`log-strategy = "defer"`), measured on torch
-    2.13: `torch._dynamo.config.reorderable_logging_functions` does not accept a
-    `Logger` method (Dynamo cannot even hold a bound method of a logger), and
-    `ignore_logging_functions` drops the record. A module-level helper that calls
-    the logger, registered as reorderable, does keep one graph, but Dynamo then
-    traces `logging` internals when the deferred call runs (an extra compiled frame
-    and two spurious `UserWarning`s about `time.time` and `_thread.get_ident`) unless
-    the helper is also wrapped in `torch.compiler.disable`; keyword arguments
-    (`exc_info=`, `stacklevel=`, `extra=`) are silently dropped by the reordering,
-    and loggers reached through `self` or a local name cannot be passed to it
-    (only tensors, constants and format strings may be). The guard is therefore the
-    only default fix; see GM201 for the measurements behind the defer strategy.
+    2.13: `torch._dynamo.config.reorderable_logging_functions` ignores `Logger` methods
+    (with `logger.warning` or `logging.Logger.warning` registered, the break stays:
+    Dynamo routes every logger method to "not supported"), and
+    `ignore_logging_functions` drops the record. A module-level helper that calls the
+    logger, registered as reorderable, does keep one graph, but: without
+    `torch.compiler.disable` Dynamo traces `logging` internals when the deferred call
+    is replayed (one extra compiled graph and two spurious `UserWarning`s about
+    `time.time` and `_thread.get_ident`); with it, the record's `funcName`/`lineno`
+    point into `torch/_dynamo/eval_frame.py`; keyword arguments (`exc_info=`,
+    `stacklevel=`, `extra=`) are dropped by the reordering; loggers reached through
+    `self` or a local name cannot be passed to it (only tensors, constants and format
+    strings may be); and calls deferred in frames Dynamo inlines are never replayed,
+    which is where library log sites sit (the Whisper and T5 `warning_once` sites are
+    in decoder stacks and attention layers, submodules of the compiled model). The
+    guard is therefore the only fix, whatever `log-strategy` says.
+
+    Measured on transformers 4.44.2 (tests/test_gm2_real_models.py, tiny random-weight
+    models): WhisperModel 3 graphs -> 1 (`use_cache`), 12 -> 1 (`output_attentions`,
+    SDPA fallback), outputs and records identical in eager; T5 with gradient
+    checkpointing: both logger breaks gone, but the graph count goes 3 -> 4 because
+    Dynamo then inlines the checkpointed layer, where `position_bias.requires_grad =
+    True` breaks instead.
 
     ## When no fix is offered
     When the call's value is used, when it shares its line with other statements or

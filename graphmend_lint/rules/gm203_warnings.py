@@ -50,8 +50,10 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
     a category argument (a class) is refused ("can't actually be reordered"), so the
     break stays. A module-level helper with the category fixed inside keeps one graph
     only when wrapped in `torch.compiler.disable`, and then the warning is attributed
-    to `torch/_dynamo/eval_frame.py`. Registering anything there is also a
-    process-wide setting. The guard is therefore the only default fix.
+    to `torch/_dynamo/eval_frame.py`. Calls deferred in frames Dynamo inlines (helpers,
+    submodule forwards) are never replayed. Registering `warnings.warn` itself is a
+    process-wide setting. The guard is therefore the only fix, whatever `log-strategy`
+    says.
 
     ## When no fix is offered
     When the call's value is used, when it shares its line with other statements or
