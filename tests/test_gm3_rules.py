@@ -157,3 +157,39 @@ def test_shadowed_builtin_exception_is_not_trusted():
         """
     )
     assert result.fixed == 0 and result.findings[0].safety.value == "unsafe"
+
+
+def test_llava_style_count_check_is_fixed():
+    """`mask.sum() != features.shape[:-1].numel()` compares a 0-d tensor with an int."""
+    text = fix(
+        """
+        import torch
+        from torch import nn
+
+
+        class M(nn.Module):
+            def forward(self, image_to_overwrite, image_features):
+                if image_to_overwrite.sum() != image_features.shape[:-1].numel():
+                    raise ValueError(f"{image_to_overwrite.sum()} tokens but {image_features.shape[:-1].numel()} features")
+                return image_features
+        """
+    ).source.decode()
+    assert "torch.logical_not(image_to_overwrite.sum() != image_features.shape[:-1].numel())" in text
+
+
+def test_unknown_operands_are_not_assumed_scalar():
+    """`torch.min(x) < bound` with `bound` of unknown type may broadcast: no fix."""
+    result = fix(
+        """
+        import torch
+        from torch import nn
+
+
+        class M(nn.Module):
+            def forward(self, inputs, tail_bound):
+                if torch.min(inputs) < -tail_bound:
+                    raise ValueError("out of domain")
+                return inputs
+        """
+    )
+    assert result.fixed == 0 and "not provably a single value" in result.findings[0].message

@@ -156,6 +156,8 @@ class Tensorize:
         if isinstance(node, cst.Call):
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in _SHAPE_LIKE:
                 return bool(node.args)
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in T.STATIC_METHODS - {"type"}:
+                return True  # numel(), dim(), element_size(), ...
             return isinstance(node.func, cst.Name) and node.func.value in ("len", "int", "float")
         if isinstance(node, cst.Subscript):
             return True  # x.shape[0], config["n"]
