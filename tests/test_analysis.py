@@ -149,3 +149,23 @@ def test_tensor_values(expr, kind, zero_dim, dtype):
     ff = f.function(func(f, "forward"))
     v = ff.value(cst.parse_expression(expr))
     assert (v.kind, v.zero_dim, v.dtype) == (kind, zero_dim, dtype)
+
+
+def test_parameter_rebound_at_the_top_is_shadowed():
+    src = """
+import torch
+from torch import nn
+
+class Rope(nn.Module):
+    def forward(self, x, position_ids, seq_len=None, n=None):
+        print(n)
+        seq_len = torch.max(position_ids) + 1
+        n = x.sum()
+        return seq_len
+"""
+    f = facts(src)
+    ff = f.function(func(f, "forward"))
+    assert ff.shadowed == {"seq_len"}  # `n` is read before it is rebound
+    assert ff.value(cst.parse_expression("seq_len")) == ff.value(cst.parse_expression("torch.max(position_ids) + 1"))
+    assert ff.value(cst.parse_expression("seq_len")).zero_dim
+    assert ff.value(cst.parse_expression("n")).kind == "unknown"

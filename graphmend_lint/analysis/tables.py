@@ -82,6 +82,9 @@ ELEMENTWISE: dict[str, Op] = {
     "log": Op(finite_grad=False), "log1p": Op(finite_grad=False), "reciprocal": Op(finite_grad=False),
     "pow": Op(finite_grad=False),
 }
+# Tensor constructors: no side effects, but they raise on bad arguments (ragged lists, bad sizes).
+CONSTRUCTORS = {"torch.tensor", "torch.as_tensor", "torch.zeros", "torch.ones", "torch.full", "torch.arange",
+                "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.empty_like", "torch.linspace"}
 # Reductions that raise on an empty tensor (the others return a value).
 RAISES_ON_EMPTY = {"max", "min", "amax", "amin", "argmax", "argmin"}
 # Reductions that warn (a visible side effect) on inputs with too few elements.

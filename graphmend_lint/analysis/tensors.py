@@ -143,6 +143,7 @@ class FunctionFacts:
             self.params[p.name.value] = p
         self._active: set[str] = set()
 
+        self.shadowed = _shadowed_params(func, set(self.params))
     # -- names ---------------------------------------------------------------
     def _name(self, node: cst.Name, depth: int) -> Value:
         name = node.value
@@ -156,7 +157,7 @@ class FunctionFacts:
                 values = [self.value(v, depth + 1) if v is not None else UNKNOWN for v in self.assigned[name]]
             finally:
                 self._active.discard(name)
-            if name in self.params:
+            if name in self.params and name not in self.shadowed:
                 values.append(self._param(name))
             return _join(values)
         if name in self.params:
@@ -319,6 +320,30 @@ class FunctionFacts:
     def condition(self, test: cst.BaseExpression) -> Value:
         """The value Python would call bool() on in `if test:`."""
         return self.value(test)
+
+
+def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
+    """Parameters rebound by a top-level `p = ...` before any other statement reads them
+    (`seq_len = torch.max(position_ids) + 1` in a `forward(self, x, position_ids, seq_len=None)`):
+    after that statement the parameter's own value is gone."""
+    out: set[str] = set()
+    read: set[str] = set()
+    body = func.body.body if isinstance(func.body, cst.IndentedBlock) else []
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+            assign = stmt.body[0]
+            for t in assign.targets:
+                if isinstance(t.target, cst.Name) and t.target.value in params and t.target.value not in read:
+                    out.add(t.target.value)
+        names = set()
+
+        class V(cst.CSTVisitor):
+            def visit_Name(self, n: cst.Name) -> None:
+                names.add(n.value)
+
+        stmt.visit(V())
+        read |= names & params
+    return out
 
 
 def module_layer_attrs(cls: cst.ClassDef, b: Bindings) -> dict[str, str]:

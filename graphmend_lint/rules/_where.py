@@ -238,6 +238,10 @@ class Prover:
                 reason = prover.call_problem(n)
                 if reason:
                     v.refuse = v.refuse or reason
+                if prover.b.qualify(n.func) in T.CONSTRUCTORS:
+                    why = f"`{code(n.func)}(...)` may raise on arguments not proved valid when its branch is not taken"
+                    if why not in v.missing:
+                        v.missing.append(why)
                 op, recv, _ = prover._op_name(n)
                 if op in T.ELEMENTWISE and recv is not None and T.ELEMENTWISE[op].raises and not prover.is_float(recv):
                     why = f"`{code(recv)}` is not provably floating (`{op}` raises on some other dtypes)"
@@ -268,8 +272,8 @@ class Prover:
         q = self.b.qualify(call.func)
         if q == "torch.finfo":
             return None  # checked with its attribute (see number())
-        if q in ("torch.logical_and", "torch.logical_or", "torch.logical_not"):
-            return None
+        if q in ("torch.logical_and", "torch.logical_or", "torch.logical_not") or q in T.CONSTRUCTORS:
+            return None  # constructors: see total(), which makes their arguments a missing proof
         op, recv, _ = self._op_name(call)
         name = code(call.func)
         if op is None or recv is None:

@@ -37,7 +37,7 @@ class TensorIfInLoopRule(base.GraphMendRule):
     CODE = "GM104"
     NAME = "tensor-if-in-loop"
     FIX = "none"
-    MESSAGE = ("`if` on a tensor value inside a Python loop: Dynamo skips the whole function `{func}` "
+    MESSAGE = ("`if` on a tensor value inside a Python loop: when it runs, Dynamo skips the whole function `{func}` "
                "(it runs in eager, no graph); vectorise over the loop with torch.where")
 
     VALID = [
