@@ -102,3 +102,20 @@ class M(nn.Module):
     assert len(findings) == 4 and all("guard it" in f.message for f in findings)
     fixed = engine.check(src, DEFER, fix=True).source.decode()
     assert "_graphmend_print" not in fixed and fixed.count("is_compiling()") == 4
+
+
+def test_no_helper_above_a_late_import():
+    src = b'''from torch import nn
+
+
+class M(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        print("late", y)
+        return y
+
+
+import torch
+'''
+    fixed = engine.check(src, DEFER, fix=True).source.decode()
+    assert "_graphmend_print" not in fixed and "if not torch.compiler.is_compiling():" in fixed

@@ -219,7 +219,12 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             self.flag(line, self.MESSAGE_DEFER, at=call, replacement=new, needs_torch_import=needs)
             return True
         # First deferred site of the module: its top-level statement is replaced by the
-        # helper + the statement with every deferrable print in it rewritten.
+        # helper + the statement with every deferrable print in it rewritten. The helper
+        # needs `torch` bound above it: with an import further down, guard instead.
+        body = list(self.facts.module.body)
+        if any(isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
+               for stmt in body[body.index(top) + 1:]):
+            return False
         self.__dict__["_helper_top"] = top
         sites = [s for s in (self._defer_site(c) for c in _calls(top)) if s is not None]
         rewritten = top.visit(_defer.ReplaceLines(dict(sites)))
