@@ -66,11 +66,14 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
     unchanged, but `MyError(msg)` may format its message differently and code that catches
     `MyError` around compiled calls would no longer see it.
 
-    On CUDA, `torch._assert_async` is a device-side assert: the message is lost (the error
-    names only the failed assertion in the kernel), the error surfaces at a later
-    synchronisation point, and the CUDA context is unusable afterwards (the process must
-    restart). Do not rely on catching it. Before about torch 2.9 Inductor dropped
-    `_assert_async` entirely; this fix needs torch 2.9 or newer.
+    Measured on torch 2.13 with Inductor on CPU: the compiled `_assert_async` is kept and
+    raises `RuntimeError(<message>)` at the call, also on the first bad call after good ones
+    (no recompile needed). Older Inductor releases (before about 2.9) dropped it silently.
+
+    On CUDA (not measured here) `torch._assert_async` is a device-side assert: the message
+    is lost (the error reads "CUDA error: device-side assert triggered"), it surfaces at a
+    later synchronisation point, and the CUDA context is unusable afterwards: every later
+    CUDA call fails until the process restarts. Do not rely on catching it.
 
     ## When no fix is offered
     The finding is reported without a fix when: the `if` has an `elif`/`else` or is itself an

@@ -49,8 +49,9 @@ class AssertTensorMessageRule(base.GraphMendRule):
     (torch 2.13, Inductor on CPU) a failing check raises `RuntimeError` with the reduced
     message, exactly as Dynamo already does for an assert with a constant message.
 
-    On CUDA the compiled assertion is a device-side assert: the message is lost, the error
-    surfaces at a later synchronisation, and the CUDA context is unusable afterwards.
+    On CUDA (not measured here) the compiled assertion is a device-side assert: the message
+    is lost ("CUDA error: device-side assert triggered"), the error surfaces at a later
+    synchronisation, and the CUDA context is unusable afterwards (the process must restart).
 
     ## When no fix is offered
     When the assert shares its line with other statements; sits in a `try` block (its

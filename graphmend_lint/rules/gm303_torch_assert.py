@@ -50,8 +50,9 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
     raises `RuntimeError` with the (reduced) message: the same type as
     `torch._check_tensor_all`, where `torch._assert` raised `AssertionError`.
 
-    On CUDA the compiled assertion is a device-side assert: the message is lost, the error
-    surfaces at a later synchronisation, and the CUDA context is unusable afterwards.
+    On CUDA (not measured here) the compiled assertion is a device-side assert: the message
+    is lost ("CUDA error: device-side assert triggered"), the error surfaces at a later
+    synchronisation, and the CUDA context is unusable afterwards (the process must restart).
 
     ## When no fix is offered
     When the call's value is used or it shares its line with other statements; it sits in a
