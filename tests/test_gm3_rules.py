@@ -7,11 +7,25 @@ import libcst as cst
 import pytest
 from fixture_io import FIXTURES
 
+from fixit.testing import generate_lint_rule_test_cases
+
 from graphmend_lint import engine
-from graphmend_lint.rules import _trap
+from graphmend_lint.rules import ALL_RULES, _trap
 from graphmend_lint.settings import Settings
 
 GM3 = Settings(select=("GM3",))
+GM3_RULES = [r for r in ALL_RULES if r.CODE.startswith("GM3")]
+
+# The rules' own VALID/INVALID cases (Fixit wants rule instances, not classes).
+for _case in generate_lint_rule_test_cases([r() for r in GM3_RULES]):
+    _case.__module__ = __name__
+    globals()[f"Test{_case.__name__}"] = _case
+del _case
+
+
+def test_gm3_rules_are_collected():
+    assert [r.CODE for r in GM3_RULES] == ["GM301", "GM302", "GM303"]
+    assert sum(len(r.VALID) + len(r.INVALID) for r in GM3_RULES) >= 12
 
 
 @pytest.mark.parametrize("source,compiled,full", [
