@@ -207,3 +207,44 @@ def test_unknown_operands_are_not_assumed_scalar():
         """
     )
     assert result.fixed == 0 and "not provably a single value" in result.findings[0].message
+
+
+def test_sizes_unpacked_from_a_shape_are_scalars():
+    source = """
+        import torch
+        from torch import nn
+
+
+        class M(nn.Module):
+            def forward(self, hidden, spatial_shapes):
+                batch_size, sequence_length, _ = hidden.shape
+                if (spatial_shapes[:, 0] * spatial_shapes[:, 1]).sum() != sequence_length:
+                    raise ValueError("spatial shapes do not match the sequence length")
+                return hidden
+        """
+    assert fix(source).fixed == 1
+    # the same name bound by a loop (an arbitrary value, maybe a tensor): no fix
+    looped = source.replace("batch_size, sequence_length, _ = hidden.shape",
+                            "for batch_size, sequence_length in pairs:\n                    pass")
+    assert fix(looped).fixed == 0
+
+
+def test_sizes_rebound_by_an_augmented_assignment_are_not_trusted():
+    result = fix(
+        """
+        import torch
+        from torch import nn
+
+
+        class M(nn.Module):
+            def forward(self, hidden, t):
+                batch_size, sequence_length, _ = hidden.shape
+                for i in range(3):
+                    pass
+                sequence_length //= t
+                if hidden.sum() != sequence_length:
+                    raise ValueError("mismatch")
+                return hidden
+        """
+    )
+    assert result.fixed == 0

@@ -143,7 +143,15 @@ class Tensorize:
 
     def scalar_static(self, node: cst.BaseExpression, depth: int = 0) -> bool:
         """A trace-time value that is a number, not a shape or a sequence."""
-        if self.facts.value(node).kind != "static" or depth > 5:
+        if depth > 5:
+            return False
+        if isinstance(node, cst.Name) and node.value in self.facts.assigned:
+            values = self.facts.assigned[node.value]
+            if values.count(None) != self._shape_unpacks(node.value):
+                return False  # bound by a loop, `with`, or an unpacking of something else
+            return node.value not in self.facts.params and all(
+                v is None or self.scalar_static(v, depth + 1) for v in values)
+        if self.facts.value(node).kind != "static":
             return False
         if isinstance(node, (cst.Integer, cst.Float)):
             return True
@@ -164,11 +172,33 @@ class Tensorize:
         if isinstance(node, cst.BinaryOperation):
             return self.scalar_static(node.left, depth + 1) and self.scalar_static(node.right, depth + 1)
         if isinstance(node, cst.Name):
-            values = self.facts.assigned.get(node.value)
-            if values is None:
-                return node.value in self.facts.params  # a static parameter (annotated int/float)
-            return all(v is not None and self.scalar_static(v, depth + 1) for v in values)
+            return node.value in self.facts.params  # a static parameter (annotated int/float)
         return False
+
+    def _shape_unpacks(self, name: str) -> int:
+        """How many `..., name, ... = x.shape` (or `x.size()`) bind `name` in this function."""
+        count = [0]
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return False  # nested functions have their own names
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                return False
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                v = node.value
+                shape = (isinstance(v, cst.Attribute) and v.attr.value == "shape") or (
+                    isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute)
+                    and v.func.attr.value == "size" and not v.args)
+                for t in node.targets:
+                    if shape and isinstance(t.target, (cst.Tuple, cst.List)) and all(
+                            isinstance(e, cst.Element) for e in t.target.elements):
+                        count[0] += sum(isinstance(e.value, cst.Name) and e.value.value == name
+                                        for e in t.target.elements)
+
+        self.facts.func.body.visit(V())
+        return count[0]
 
     def zero_dim(self, node: cst.BaseExpression) -> bool:
         value = self.facts.value(node)
