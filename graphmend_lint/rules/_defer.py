@@ -89,7 +89,7 @@ def deferred_args(call: cst.Call, value, tensor_type: str) -> list[cst.Arg] | No
     return out
 
 
-def site(line: cst.SimpleStatementLine, call: cst.Call, args: list[cst.Arg], is_compiling: str) -> cst.If:
+def site(line: cst.SimpleStatementLine, args: list[cst.Arg], is_compiling: str) -> cst.If:
     """`if not is_compiling(): <line>` + `else: _graphmend_print(<args>)`."""
     guarded = fixes.guard_statement(line, is_compiling)
     deferred = cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Name(HELPER), args=_commas(args)))])

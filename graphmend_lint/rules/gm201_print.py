@@ -198,7 +198,7 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             return None
         line = fixes.sole_statement_line(call, self.parent)
         assert line is not None
-        return line, _defer.site(line, call, args, self.spell("torch.compiler.is_compiling")[0])
+        return line, _defer.site(line, args, self.spell("torch.compiler.is_compiling")[0])
 
     def _top(self, node: cst.CSTNode) -> cst.CSTNode:
         up = self.parent(node)
