@@ -20,6 +20,8 @@ class ItemInCompiledCodeRule(base.GraphMendRule):
     torch 2.13: 2 graphs / 1 break). With `torch._dynamo.config.capture_scalar_outputs = True`
     (or `fullgraph=True`) the number becomes a symbolic int/float and the break goes away
     (measured: 1 graph / 0 breaks), at the price of data-dependent shapes later on.
+    `.item()` of a NumPy array that Dynamo traces (`np.random.rand(1).item()`) breaks too, with
+    GB0033 "Data dependent operator" (measured).
 
     ## Example
     ```python

@@ -7,6 +7,7 @@ from . import _explain as X
 from . import base
 
 CASTS = {"to", "half", "float", "double", "bfloat16", "type"}
+NOT_LAYERS = {"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"}  # tensors: `.to()` is traced
 
 
 class ModuleCastInForwardRule(base.GraphMendRule):
@@ -14,7 +15,8 @@ class ModuleCastInForwardRule(base.GraphMendRule):
     ## What it does
     Finds `self.<layer>.to(...)`, `.half()`, `.float()`, `.double()`, `.bfloat16()` and `.type(...)`
     on an `nn` layer the class creates (`self.<layer> = nn.Linear(...)`), in code that runs under
-    `torch.compile` (Switch Transformers' router casts its classifier this way).
+    `torch.compile` (Switch Transformers' router casts its classifier this way). `nn.Parameter`
+    attributes are tensors (their `.to()` is traced) and are not reported.
 
     ## Why it breaks the graph
     Casting a module to another dtype replaces its parameters with new `nn.Parameter`s, which Dynamo
@@ -60,6 +62,14 @@ class ModuleCastInForwardRule(base.GraphMendRule):
 
                 def forward(self, x):
                     return self.proj(x.float()).to(x.dtype)
+
+            class P(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.embed = nn.Parameter(torch.zeros(4))
+
+                def forward(self, x):
+                    return x + self.embed.to(x.dtype)
             """
         ),
     ]
@@ -92,5 +102,6 @@ class ModuleCastInForwardRule(base.GraphMendRule):
         if func is None:
             return
         ctor = self.facts.function(func).module_attrs.get(name[5:], "")
-        if ctor.startswith("torch.nn.") and ctor[9:10].isupper():
+        layer = ctor.rsplit(".", 1)[-1]
+        if ctor.startswith("torch.nn.") and layer[:1].isupper() and layer not in NOT_LAYERS:
             self.flag(node, self.MESSAGE.format(attr=name[5:], cast=attr.attr.value))
