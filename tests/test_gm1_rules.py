@@ -71,7 +71,11 @@ def findings(body: str, code: str = "GM101"):
     ("if torch.equal(h, x):\n    h = h * 2\nreturn h\n", "none", "Python value from tensor data"),
     ("if h.sum() > 0:\n    h = h * 2\nh += 1\nreturn h\n", "unsafe", "modified in place"),
     ("if h.sum() > 0:\n    h = h * 2\nh[0] = 1\nreturn h\n", "unsafe", "modified in place"),
-    ("if h.sum() > 0:\n    h = torch.clamp(h, min=torch.finfo(x.dtype).min)\nreturn h\n", "none", "TypeError"),
+    ("if h.sum() > 0:\n    h = torch.clamp(h, min=torch.finfo(x.dtype).min)\nreturn h\n", "unsafe", "TypeError"),
+    # a setup name reused by later code is judged by its own branch's value (liveness, not text)
+    ("if h.dtype == torch.float16 and torch.isinf(h).any():\n    c = torch.finfo(h.dtype).max - 1000\n"
+     "    h = torch.clamp(h, min=-c, max=c)\nif mask is None:\n    c = 2.0\n    h = h / c\nreturn h\n", "safe", ""),
+    ("if (\n    mask is not None\n    and h.sum() > 0\n):\n    h = h * 2\nreturn h\n", "safe", ""),
     ("if h.sum() > 0:\n    self.proj.weight.data.zero_()\nreturn h\n", "none", "side effects"),
     ("if h.sum() > 0:\n    print(h)\nreturn h\n", "none", "side effects"),
 ])
@@ -90,6 +94,8 @@ def test_gm101_proofs(body, safety, words):
     "if torch.compiler.is_compiling():\n    h = h * 2\nreturn h\n",
     "if not torch.compiler.is_compiling():\n    if h.sum() > 0:\n        h = h * 2\nreturn h\n",
     "if h.sum() > 0:\n    raise ValueError('positive')\nreturn h\n",
+    # a Python bool computed earlier broke the graph where it was computed (.item(), GM901)
+    "flag = h.any().item()\nif flag and mask is None:\n    h = h * 2\nreturn h\n",
 ])
 def test_static_and_foreign_tests_are_not_flagged(body):
     assert findings(body) == []

@@ -83,6 +83,69 @@ class _After(cst.CSTVisitor):
             self.mutated.setdefault(t.value.value, code(t) + " = ...")
 
 
+def _statements(block: cst.BaseSuite) -> list:
+    if isinstance(block, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=block.body)]
+    return list(block.body)
+
+
+def _effect_seq(stmts: list, name: str) -> str | None:
+    for stmt in stmts:
+        effect = _effect(stmt, name)
+        if effect:
+            return effect
+    return None
+
+
+def _effect(stmt: cst.CSTNode, name: str) -> str | None:
+    """What running `stmt` does to `name` first: "read", "kill" (rebound or flow ends), or None."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                if name in _where.names_in(small.value):
+                    return "read"
+                for t in small.targets:
+                    if isinstance(t.target, cst.Name) and t.target.value == name:
+                        return "kill"
+                    if name in _where.names_in(t.target):
+                        return "read"
+            elif isinstance(small, (cst.Return, cst.Raise)):
+                return "read" if name in _where.names_in(small) else "kill"
+            elif name in _where.names_in(small):
+                return "read"
+        return None
+    if isinstance(stmt, cst.If):
+        if name in _where.names_in(stmt.test):
+            return "read"
+        body = _effect_seq(_statements(stmt.body), name)
+        orelse = None
+        if isinstance(stmt.orelse, cst.If):
+            orelse = _effect(stmt.orelse, name)
+        elif isinstance(stmt.orelse, cst.Else):
+            orelse = _effect_seq(_statements(stmt.orelse.body), name)
+        if "read" in (body, orelse):
+            return "read"
+        return "kill" if body == orelse == "kill" else None
+    return "read" if name in _where.names_in(stmt) else None  # loops, with, try: conservative
+
+
+def live_after(rule, node: cst.If, name: str) -> bool:
+    """Can the value of `name` after `node` be read later in the function?"""
+    child: cst.CSTNode = node
+    for up in (u for _, u in _ancestors(rule, node)):
+        if isinstance(up, cst.FunctionDef):
+            return False
+        if isinstance(up, (cst.For, cst.While)):
+            return name in _where.names_in(up)
+        if isinstance(up, cst.IndentedBlock):
+            stmts = list(up.body)
+            effect = _effect_seq(stmts[stmts.index(child) + 1:], name) if child in stmts else "read"
+            if effect:
+                return effect == "read"
+        child = up
+    return False
+
+
 def _bound_before(rule, node: cst.If, func: cst.FunctionDef, name: str) -> bool:
     ff = rule.facts.function(func)
     if name in ff.params:
@@ -148,7 +211,7 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
                 built = c if built is None else prover.call("torch.logical_and", built, c)
             conds.append(built)
             continue
-        if not ff.value(test).data_dependent:
+        if not _where.breaks_on(ff, test):
             v.refuse = f"`elif {code(test)}` is a static test among tensor tests"
             return v, None
         c, cv = prover.condition(test, always=i == 0)
@@ -177,7 +240,7 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
         results: list[str] = []
     else:
         results = list(dict.fromkeys(
-            n for arm in assigned for n, _ in arm if n in after.read or _bound_before(rule, node, prover.func, n)))
+            n for arm in assigned for n, _ in arm if live_after(rule, node, n) or _bound_before(rule, node, prover.func, n)))
         if not results:
             v.refuse = "the branches assign nothing that is used later"
             return v, None
@@ -194,13 +257,15 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
             if seen_result:
                 v.refuse = f"setup `{name} = ...` follows a result assignment in its branch"
                 return v, None
-            if name in others or name in test_names or name in after.read:
+            if name in others or name in test_names or live_after(rule, node, name):
                 v.refuse = f"`{name}` is set in one branch and used elsewhere, so it cannot be hoisted"
                 return v, None
             v.add(prover.total(value))
             setups.append(s)
     if v.refuse:
         return v, None
+    setup_names = [s.targets[0].target.value for s in setups]
+    prover.local = {s.targets[0].target.value: s.value for s in setups if setup_names.count(s.targets[0].target.value) == 1}
     for arm in assigned:
         names = [n for n, _ in arm if n in results]
         if len(names) != len(set(names)):

@@ -51,9 +51,40 @@ def code(node: cst.CSTNode) -> str:
 
 
 def flatten(node: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
-    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, op) and not node.lpar:
-        return flatten(node.left, op) + flatten(node.right, op)
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, op):
+        return flatten(node.left, op) + flatten(node.right, op)  # `and`/`or` are associative
     return [node]
+
+
+def atoms(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of `and`/`or`/`not` in a test."""
+    if isinstance(node, cst.BooleanOperation):
+        return atoms(node.left) + atoms(node.right)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return atoms(node.expression)
+    return [node]
+
+
+def breaks_on(ff, test: cst.BaseExpression) -> bool:
+    """Python's truth test of `test` is where the graph breaks: some operand is a tensor, or a
+    Python value computed from tensor data right here (`x.item() > 0`). A Python bool computed
+    earlier (`flag = x.any().item()`) broke the graph where it was computed, not at the test."""
+    for atom in atoms(test):
+        val = ff.value(atom)
+        if val.kind == "tensor":
+            return True
+        if val.kind == "data":
+            found = []
+
+            class V(cst.CSTVisitor):
+                def visit_Call(self, n: cst.Call) -> None:
+                    if ff.value(n).kind == "data":
+                        found.append(n)
+
+            atom.visit(V())
+            if found:
+                return True
+    return False
 
 
 def names_in(node: cst.CSTNode) -> set[str]:
@@ -112,6 +143,7 @@ class Prover:
         self.b = rule.facts.bindings
         self.imports = False
         self.grad_off = context.grad_disabled(node, rule.parent, self.b)
+        self.local: dict[str, cst.BaseExpression] = {}  # setup names of the branches -> their values
         self.float_names = self._float_guards()
 
     # -- spelling --------------------------------------------------------------
@@ -182,7 +214,7 @@ class Prover:
 
     # -- Python numbers ----------------------------------------------------------
     def number(self, node: cst.BaseExpression, depth: int = 0) -> tuple[bool, str | None]:
-        """(is a Python number, why not / what may raise)."""
+        """(is a Python number, what may raise while computing it)."""
         if depth > 8:
             return False, None
         if isinstance(node, (cst.Integer, cst.Float)):
@@ -201,7 +233,9 @@ class Prover:
                     return True, None
                 if isinstance(arg, cst.Attribute) and arg.attr.value == "dtype" and self.is_float(arg.value):
                     return True, None
-                return False, f"`{code(call)}` raises TypeError unless the dtype is floating, which is not proved"
+                return True, f"`{code(call)}` raises TypeError unless the dtype is floating, which is not proved"
+        if isinstance(node, cst.Name) and node.value in self.local:
+            return self.number(self.local[node.value], depth + 1)
         if isinstance(node, cst.Name):
             values = self.ff.assigned.get(node.value, [])
             if node.value not in self.ff.params and len(values) == 1 and values[0] is not None:
@@ -250,8 +284,8 @@ class Prover:
 
             def visit_Attribute(self, n: cst.Attribute) -> None:
                 ok, why = prover.number(n)
-                if not ok and why:
-                    v.refuse = v.refuse or why
+                if why and why not in v.missing:
+                    v.missing.append(why)
 
         node.visit(Walk())
         return v

@@ -157,7 +157,7 @@ class TensorIfRule(base.GraphMendRule):
             return
         ff = self.facts.function(func)
         tests = [t for t, _ in _ifstmt.arms(node) if t is not None]
-        flagged = [t for t in tests if ff.value(t).data_dependent]
+        flagged = [t for t in tests if _where.breaks_on(ff, t)]
         if not flagged or context.in_loop(node, self.parent) or _ifstmt.raise_only(node):
             return
         prover = _where.Prover(self, node, func)

@@ -104,7 +104,7 @@ class TensorIfExpRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None or context.in_loop(node, self.parent):
             return
-        if not self.facts.function(func).value(node.test).data_dependent:
+        if not _where.breaks_on(self.facts.function(func), node.test):
             return
         prover = _where.Prover(self, node, func)
         cond, verdict = prover.condition(node.test)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from . import base
+from . import _where, base
 
 
 class TensorWhileRule(base.GraphMendRule):
@@ -70,5 +70,5 @@ class TensorWhileRule(base.GraphMendRule):
 
     def visit_While(self, node: cst.While) -> None:
         func = self.compiled_function(node)
-        if func is not None and self.facts.function(func).value(node.test).data_dependent:
+        if func is not None and _where.breaks_on(self.facts.function(func), node.test):
             self.flag(node, self.MESSAGE, at=node.test)

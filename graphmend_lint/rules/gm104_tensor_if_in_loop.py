@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from . import _ifstmt, base
+from . import _ifstmt, _where, base
 
 
 class TensorIfInLoopRule(base.GraphMendRule):
@@ -76,7 +76,7 @@ class TensorIfInLoopRule(base.GraphMendRule):
         if func is None or not context.in_loop(node, self.parent):
             return
         ff = self.facts.function(func)
-        flagged = [t for t in tests if ff.value(t).data_dependent]
+        flagged = [t for t in tests if _where.breaks_on(ff, t)]
         if flagged:
             self.flag(node, self.MESSAGE.format(func=func.name.value), at=flagged[0])
 
