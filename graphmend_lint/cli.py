@@ -6,7 +6,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from . import __version__, docs, engine, output, runner, settings
+from . import __version__, docs, engine, output, parallel, prefilter, settings
 from . import rules as rules_pkg
 from .files import iter_python_files
 
@@ -38,6 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--config", type=Path, help="pyproject.toml to read [tool.graphmend] from")
     c.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
     c.add_argument("--force-exclude", action="store_true", help="apply `exclude` to files named on the command line too")
+    c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache (.graphmend_cache/)")
+    c.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: one per CPU)")
+    c.add_argument("--no-prefilter", action="store_true",
+                   help="parse every file, also those without compiled code (slower; for debugging)")
 
     r = sub.add_parser("rule", help="print a rule's documentation")
     r.add_argument("code", nargs="?", help="e.g. GM201 (omit with --all)")
@@ -50,6 +54,7 @@ def _settings(args: argparse.Namespace) -> settings.Settings:
         s = settings.load(args.config.parent if args.config.name == "pyproject.toml" else args.config)
     else:
         s = settings.load(Path.cwd())
+    s = settings.env_overrides(s)  # GRAPHMEND_* variables, as on the Fixit path
     if args.select is not None:
         s = replace(s, select=args.select)
     if args.extend_select:
@@ -69,8 +74,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = [p for p in args.paths if p not in missing]
     errors = [f"{p}: no such file or directory" for p in missing]
     rows, fixed, diffs = [], 0, []
-    for path in iter_python_files(paths, s.root, s.exclude, args.force_exclude):
-        res = runner.check_file(path, s, fix=args.fix, diff=args.diff)
+    prefilter.ENABLED = not args.no_prefilter
+    found = list(iter_python_files(paths, s.root, s.exclude, args.force_exclude))
+    outcomes = parallel.check_files(found, s, fix=args.fix, diff=args.diff, jobs=args.jobs,
+                                    use_cache=not args.no_cache)
+    for path, res in zip(found, outcomes):
         if res.error:
             errors.append(f"{path}: {res.error}")
             continue

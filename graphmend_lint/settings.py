@@ -92,7 +92,7 @@ def load(start: Path | None = None) -> Settings:
     return from_table(data.get("tool", {}).get("graphmend", {}), root=path.parent)
 
 
-def _env_overrides(s: Settings) -> Settings:
+def env_overrides(s: Settings) -> Settings:
     if os.environ.get("GRAPHMEND_UNSAFE_FIXES", "") in ("1", "true", "yes"):
         s = replace(s, unsafe_fixes=True)
     scope = os.environ.get("GRAPHMEND_COMPILED_SCOPE")
@@ -116,9 +116,9 @@ def current() -> Settings:
     global _fixit_default
     if _fixit_default is None:
         try:
-            _fixit_default = _env_overrides(load())
+            _fixit_default = env_overrides(load())
         except ConfigError:
-            _fixit_default = _env_overrides(Settings())
+            _fixit_default = env_overrides(Settings())
     return _fixit_default
 
 
