@@ -173,3 +173,19 @@ def test_inplace_trap_unsafe_fix_changes_aliasing():
     with torch.no_grad():
         assert torch.equal(orig(x, h1), fixed(x, h2))
     assert torch.equal(h1, torch.full((1, 4), 2.0)) and torch.equal(h2, torch.ones(1, 4))
+
+
+def test_torch_cond_is_not_a_safe_rewrite_for_module_branches():
+    """Why GM101 offers no torch.cond fix (torch 2.13, eager): the untaken branch's parameters get
+    zero gradients instead of none, and the untaken branch is traced, so its errors surface."""
+    torch.manual_seed(0)
+    a, b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4)
+    if torch.tensor(True):
+        a(x).sum().backward()
+    assert b.weight.grad is None
+    a.zero_grad()
+    torch.cond(torch.tensor(True), lambda t: a(t), lambda t: b(t), (x,)).sum().backward()
+    assert b.weight.grad is not None and not b.weight.grad.any()
+    with pytest.raises(IndexError):
+        torch.cond(torch.tensor(True), lambda t: t * 2, lambda t: t[10], (x,))

@@ -66,9 +66,12 @@ class TensorIfRule(base.GraphMendRule):
     functions; indexing or other operations that may raise only in the untaken branch; a branch value
     that is a Python number or `None`; a test proved not 0-d or read as a Python value (`.item()`,
     `torch.equal`); `return` in some branches only; a static test after a tensor test. For branches
-    that call modules, `torch.cond(pred, true_fn, false_fn, operands)` is the way out when both
-    branches are free of side effects and return tensors of equal shape and dtype; note that eager
-    `torch.cond` is several times slower than the plain `if`. `if`-chains with a `raise` in an arm are left to GM3xx, and an
+    that call modules, `torch.cond(pred, true_fn, false_fn, operands)` is the manual way out when both
+    branches are free of side effects and mutation and return tensors of equal shape and dtype. It is
+    never offered as a fix because it does not keep eager behaviour either (measured on torch 2.13):
+    eager `torch.cond` traces both branches (an index valid only in the untaken branch raises), it
+    gives the untaken branch's parameters zero gradients where `if` left them `None` (optimizers with
+    weight decay or momentum then update them), and it is several times slower than the plain `if`. `if`-chains with a `raise` in an arm are left to GM3xx, and an
     `if` inside a Python loop to GM104.
     """
 
