@@ -19,6 +19,8 @@ HF_CASES = {
     "hf_phi3_longrope": ("make_phi3", ["models/phi3/modeling_phi3.py"]),
     "hf_wav2vec2_ctc": ("make_wav2vec2_ctc", ["models/wav2vec2/modeling_wav2vec2.py"]),
 }
+# run by default; Marian, Pegasus and Blenderbot carry the same encoder clamp as Bart (perf/run.py --all-hf)
+DEFAULT_HF = ["hf_bart", "hf_whisper", "hf_t5", "hf_phi3_longrope", "hf_wav2vec2_ctc"]
 # indices of inputs_list that are expected to raise (validation guards)
 EXPECT_RAISE = {"hf_wav2vec2_ctc": [1]}
 

@@ -76,7 +76,7 @@ def rows_for(case, kind, variant, mode, res, meta):
 
 
 def progress(variant, mode, res):
-    tag = variant + ("" if mode is None else f"@{mode}")
+    tag = variant + ("" if mode is None else f"@{mode}") + (" (same code as fixed)" if res.get("reused_from") else "")
     if "error" in res:
         return f"{tag}: ERROR {res['error'][:80]}"
     flip = f" flip {res['flip_s'] * 1e3:.0f}ms" if res.get("flip_s") is not None else ""
@@ -105,6 +105,8 @@ def write(out, meta, cases):
     variants = [v for v in meta["variants"] if v != "unfixed"]
     mode = "default"
     lines = [f"# graphmend-lint perf report ({'quick' if meta['quick'] else 'full'} run)", ""]
+    if not meta.get("complete", True):
+        lines += ["**Partial report: the run is still going or was stopped; only finished cases are shown.**", ""]
     lines += [f"- torch {meta['torch']}, transformers {meta['transformers']}, device `{meta['device']}`, backend "
               f"`{meta['backend']}`, modes {meta['modes']}", f"- machine: {meta['machine']}, Python {meta['python']}",
               f"- date {meta['date_utc']}, {meta['steady_calls']} steady-state calls, total wall "
@@ -146,6 +148,7 @@ def write(out, meta, cases):
                 lines += [f"### mode={m}", ""] + table_latency(cases, v, m) + [""]
     lines += ["## Paper figures for comparison", "", PAPER, ""]
     lines += remaining(cases, variants, mode)
+    lines += remaining(cases, ["unfixed"], mode, "## Break sites before the fix (explain() reasons, file:line)")
     lines += findings_table(cases)
     lines += ["## Charts", "", "![breaks](breaks.png)", "", "![ratios](ratios.png)", ""]
     open(os.path.join(out, "report.md"), "w").write("\n".join(x for x in flatten(lines)) + "\n")
@@ -228,8 +231,8 @@ def table_latency(cases, v, mode, clock="wall"):
     return out
 
 
-def remaining(cases, variants, mode):
-    out = ["## Breaks that remain after the fix", ""]
+def remaining(cases, variants, mode, title="## Breaks that remain after the fix"):
+    out = [title, ""]
     for v in variants:
         seen = []
         for c in cases:

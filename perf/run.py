@@ -36,6 +36,11 @@ def parse_args(argv=None):
     ap.add_argument("--steady", type=int, default=None, help="steady-state calls (>= 9)")
     ap.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
     ap.add_argument("--no-hf", action="store_true", help="skip the transformers models")
+    ap.add_argument("--all-hf", action="store_true",
+                    help="all transformers cases (adds Marian, Pegasus, Blenderbot: same clamp as Bart)")
+    ap.add_argument("--fixtures", action="store_true",
+                    help="also run tests/fixtures/*/invalid_*.py that define make() (many tiny cases; best with "
+                         "--backend eager)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per worker")
     ap.add_argument("--threads", type=int, default=1,
                     help="CPU intra-op threads per worker (default 1: stable timings on a small shared machine; "
@@ -51,16 +56,19 @@ def discover(args):
         name = os.path.splitext(os.path.basename(p))[0]
         if not name.startswith("_"):
             cases.append((name, "local", p))
-    for p in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "*", "*.py"))):
+    for p in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "*", "invalid_*.py"))):
+        if p.endswith(".fixed.py") or not args.fixtures:
+            continue
         try:
             text = open(p).read()
         except OSError:
             continue
-        if "def make(" in text and "nn.Module" in text:  # optional convention for fixtures
+        if "\ndef make(" in text and "nn.Module" in text:  # fixtures' convention: make() -> (callable, [args])
             code = os.path.basename(os.path.dirname(p))
             cases.append((f"fx_{code}_{os.path.splitext(os.path.basename(p))[0]}", "fixture", p))
     if not args.no_hf:
-        cases += [(name, "hf", name) for name in hf_models.HF_CASES]
+        hf = hf_models.HF_CASES if args.all_hf else hf_models.DEFAULT_HF
+        cases += [(name, "hf", name) for name in hf]
     if args.quick:
         cases = [c for c in cases if c[0] in QUICK_LOCAL + QUICK_HF]
     if args.cases:
@@ -101,6 +109,16 @@ def case_files(name, kind, src, entry):
         files = [os.path.join(base, rel) for rel in hf_models.HF_CASES[name][1]]
         return files, {"kind": "hf", "case": name}
     return [src], {"kind": "local", "path": entry["paths"][src]}
+
+
+def same_source(info, a, b, src, kind, name):
+    """True when variants a and b of a case have byte-identical sources."""
+    files, _ = case_files(name, kind, src, info[a])
+    for f in files:
+        pa, pb = info[a]["paths"].get(f), info[b]["paths"].get(f)
+        if not pa or not pb or open(pa, "rb").read() != open(pb, "rb").read():
+            return False
+    return True
 
 
 def run_worker(spec, entry, args, work, tag, mode=None):
@@ -216,7 +234,11 @@ def main(argv=None):
                     changed += k
                     if text:
                         open(os.path.join(diff_dir, f"{name}.{v}.diff"), "a").write(text)
-                res = run_worker(spec, info[v], args, work, f"{name}_{v}", mode)
+                if v == "fixed_unsafe" and same_source(info, "fixed", v, src, kind, name) and \
+                        ("fixed", mode) in case["variants"]:
+                    res = dict(case["variants"][("fixed", mode)], reused_from="fixed")  # identical code: not rerun
+                else:
+                    res = run_worker(spec, info[v], args, work, f"{name}_{v}", mode)
                 res["changed_lines"] = changed
                 if v != "unfixed" and "error" not in res:
                     res["vs_unfixed"] = compare(case["variants"].get(("unfixed", mode), {}).get("out_pt"),
@@ -227,12 +249,20 @@ def main(argv=None):
         print(" | ".join(line), flush=True)
         case["variants"] = {f"{v}@{m or 'default'}": r for (v, m), r in case["variants"].items()}
         cases_out.append(case)
+        meta["total_wall_s"] = time.time() - t_start
+        meta["complete"] = n == len(cases)
+        save(args.out, meta, rows, cases_out)  # after every case: a killed run still leaves a report
     meta["total_wall_s"] = time.time() - t_start
-    json.dump({"meta": meta, "rows": rows, "cases": cases_out}, open(os.path.join(args.out, "results.json"), "w"),
-              indent=1, default=str)
-    report.write(args.out, meta, cases_out)
+    meta["complete"] = True
+    save(args.out, meta, rows, cases_out)
     print(f"perf: wrote {args.out}/results.json, report.md, charts in {meta['total_wall_s']:.0f}s", flush=True)
     return 0
+
+
+def save(out, meta, rows, cases_out):
+    json.dump({"meta": meta, "rows": rows, "cases": cases_out}, open(os.path.join(out, "results.json"), "w"),
+              indent=1, default=str)
+    report.write(out, meta, cases_out)
 
 
 def short(path):

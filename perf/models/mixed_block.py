@@ -1,4 +1,4 @@
-"""Transformer-style block with all three patterns: fp32 activation guard, a logging call, a validation trap."""
+"""Transformer-style block with all three patterns: an activation rescale guard, a logging call, a validation trap."""
 import logging
 
 import torch
@@ -7,6 +7,7 @@ from torch import nn
 
 logger = logging.getLogger(__name__)
 D, HEADS, LAYERS = 96, 4, 6
+EXPECT_RAISE = [2]
 
 
 class Block(nn.Module):
@@ -22,14 +23,14 @@ class Block(nn.Module):
     def forward(self, x, mask):
         if not torch.all(mask.sum(-1) > 0):
             raise ValueError("every row needs at least one visible position")
+        if x.abs().max() > 1e4:
+            x = x * 1e-4
         b, s, _ = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, HEADS, D // HEADS).permute(2, 0, 3, 1, 4)
         attn = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :])
         x = x + self.out(attn.transpose(1, 2).reshape(b, s, D))
         logger.info("block output computed")
         h = self.fc2(F.gelu(self.fc1(self.ln2(x))))
-        if h.abs().max() > 1e3:
-            h = h * 1e-3
         return x + h
 
 
@@ -51,5 +52,7 @@ def make():
     mask = torch.ones(8, 32, dtype=torch.bool)
     mask[:, 28:] = False
     big = x.clone()
-    big[0, 0, 0] = 1e7  # large activations: the rescale branch is taken
-    return model, [(x, mask), (big, mask)]
+    big[0, 0, 0] = 1e7  # large activations: the rescale branch is taken (in the first block)
+    empty = mask.clone()
+    empty[2] = False  # a fully masked row: the validation guard raises
+    return model, [(x, mask), (big, mask), (x, empty)]
