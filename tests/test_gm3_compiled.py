@@ -12,6 +12,7 @@ import pytest
 import torch
 from fixture_io import fixture_cases
 from harness import load
+from torch._dynamo.utils import counters
 from torch._inductor.compile_fx import compile_fx
 
 CASES = []
@@ -36,6 +37,11 @@ def _eager(fn, args):
         return None, e
 
 
+def _breaks() -> int:
+    """Graph breaks Dynamo logged, including one before the first op (which makes no graph)."""
+    return sum(counters["graph_break"].values())
+
+
 def _compiled(fn, args):
     graphs = []
 
@@ -44,6 +50,7 @@ def _compiled(fn, args):
         return compile_fx(gm, example_inputs)
 
     torch._dynamo.reset()
+    counters.clear()
     compiled = torch.compile(fn, backend=counting_inductor)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -73,7 +80,7 @@ def test_fixed_check_compiles_and_still_fires(case, fixed):
         if error is None:
             good += 1
             assert compiled_error is None, f"input {i}: compiled code raised {compiled_error!r} on good input"
-            assert graphs == 1, f"input {i}: {graphs} graphs on good input ({graphs - 1} breaks)"
+            assert graphs == 1 and _breaks() == 0, f"input {i}: {graphs} graphs, {_breaks()} breaks on good input"
             assert _close(expected, out), f"input {i}: compiled result differs from eager"
         else:
             bad += 1
@@ -84,4 +91,23 @@ def test_fixed_check_compiles_and_still_fires(case, fixed):
                 message = str(compiled_error)
                 assert message and is_subsequence(message, str(error)), f"input {i}: {message!r} vs {error!r}"
     assert good and bad, "make() must give good and bad inputs"
+    torch._dynamo.reset()
+
+
+VALID = [pytest.param(c, id=f"{c.parent.name}/{c.name}") for c in fixture_cases()
+         if c.parent.name.startswith("GM3") and c.name.startswith("valid_") and "def make(" in c.read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("case", VALID)
+def test_unflagged_checks_already_compile_to_one_graph(case):
+    """What GM3 leaves alone (constant-message asserts, trace-time checks) really has no break."""
+    module = load(case, f"gm3_valid_{case.parent.name}_{case.stem}")
+    torch.manual_seed(0)
+    fn, inputs = module.make()
+    for i, args in enumerate(inputs):
+        expected, error = _eager(fn, args)
+        out, compiled_error, graphs = _compiled(fn, args)
+        assert error is None and compiled_error is None, (error, compiled_error)
+        assert graphs == 1 and _breaks() == 0, f"input {i}: {graphs} graphs, {_breaks()} breaks"
+        assert _close(expected, out)
     torch._dynamo.reset()
