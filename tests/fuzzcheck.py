@@ -1,0 +1,225 @@
+"""The oracle for a generated program: lint, fix, compare eager behaviour, count graph breaks.
+
+`check_program(source)` returns an Outcome; `outcome.failures` lists what went wrong (empty when
+all is well): crash, unparsable fix, not idempotent, precision (a finding on a static test or in
+uncompiled code), mismatch (a SAFE fix changed outputs, gradients, exceptions, prints, log
+records, warnings or module state), more breaks after the fix.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import sys
+import traceback
+import types
+import warnings
+from dataclasses import dataclass, field
+
+import torch
+from harness import observe
+
+from graphmend_lint import engine
+from graphmend_lint.settings import Settings
+
+SAFE, UNSAFE = Settings(), Settings(unsafe_fixes=True)
+
+
+@dataclass
+class Outcome:
+    failures: list = field(default_factory=list)  # (kind, detail)
+    findings: dict = field(default_factory=dict)  # code -> count
+    safe_fixes: int = 0
+    unsafe_fixes: int = 0
+    unsafe_differs: bool = False  # an UNSAFE fix changed eager behaviour (allowed, counted)
+    covered: float = 1.0  # share of the compiled code's lines run by the inputs
+    breaks: tuple | None = None  # (before, after) when measured
+    fixed_source: str = ""
+
+    def fail(self, kind: str, detail: str) -> None:
+        self.failures.append((kind, detail))
+
+
+def _marked_lines(source: str) -> tuple[set, range]:
+    static, begin, end = set(), 0, 0
+    for i, line in enumerate(source.splitlines(), 1):
+        if "# fuzz:static" in line:
+            static.add(i)
+        if "# fuzz:eager-begin" in line:
+            begin = i
+        if "# fuzz:eager-end" in line:
+            end = i
+    return static, range(begin, end + 1)
+
+
+def _load(source: str, tag: str) -> types.ModuleType:
+    module = types.ModuleType("fuzzprog")
+    module.__file__ = f"<fuzz-{tag}>"
+    exec(compile(source, f"<fuzz-{tag}>", "exec"), module.__dict__)
+    return module
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            return False
+        return a.shape == b.shape and a.dtype == b.dtype and bool(
+            torch.equal(torch.isnan(a), torch.isnan(b)) and torch.equal(a[~torch.isnan(a)], b[~torch.isnan(b)]))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def _compare(orig, fixed, args) -> str | None:
+    o, f = observe(orig, args), observe(fixed, args)
+    checks = [
+        ("exception", o.error, f.error), ("output", o.output, f.output), ("stdout", o.stdout, f.stdout),
+        ("log records", o.logs, f.logs), ("warnings", o.warns, f.warns), ("gradients", o.grads, f.grads),
+        ("module state", getattr(orig, "calls", None), getattr(fixed, "calls", None)),
+    ]
+    for what, a, b in checks:
+        if not _same(a, b):
+            return f"{what} differ: {_short(a)} vs {_short(b)}"
+    return None
+
+
+def _short(value) -> str:
+    return repr(value).replace("\n", " ")[:200]
+
+
+def _coverage(module: types.ModuleType, fn, inputs: list) -> float:
+    """Share of the lines of the compiled code (forward/step/helpers) that the inputs run."""
+    target = getattr(fn, "forward", fn)
+    codes = [getattr(target, "__code__", None)] + [getattr(module, n).__code__ for n in ("helper_body",) if hasattr(module, n)]
+    wanted = set()
+    stack = [c for c in codes if c is not None]
+    while stack:
+        code = stack.pop()
+        wanted |= {line for _, _, line in code.co_lines() if line is not None and line != code.co_firstlineno}
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    seen: set = set()
+    filename = module.__file__
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != filename:
+            return None
+        seen.add(frame.f_lineno)
+        return tracer
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        for args in inputs:
+            observe(fn, args)
+    finally:
+        sys.settrace(old)
+    return len(wanted & seen) / len(wanted) if wanted else 1.0
+
+
+def _build(source: str, harness: str, tag: str):
+    module = _load(source + harness, tag)
+    torch.manual_seed(0)
+    fn, inputs = module.make()
+    return module, fn, inputs
+
+
+def check_program(source: str, harness: str = "", *, eager: bool = True, breaks: bool = False,
+                  coverage: bool = False, idempotence: bool = True) -> Outcome:
+    """`harness` (the program's `make()`) is appended to the original and the fixed source to run them."""
+    out = Outcome()
+    static, eager_only = _marked_lines(source)
+    data = source.encode()
+    try:
+        compile(source + harness, "<program>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        out.fail("invalid-program", f"the generator wrote invalid code: {e.msg} at line {e.lineno}")
+        return out
+    try:
+        findings = engine.check(data, UNSAFE).findings
+    except Exception:
+        out.fail("crash", "lint: " + traceback.format_exc(limit=-3))
+        return out
+    for f in findings:
+        out.findings[f.code] = out.findings.get(f.code, 0) + 1
+        if f.line in eager_only or (f.line in static and f.code.startswith(("GM1", "GM3"))):
+            out.fail("precision", f"{f.code} at line {f.line}: {f.message}")
+    fixed = {}
+    for name, s in (("safe", SAFE), ("unsafe", UNSAFE)):
+        try:
+            result = engine.check(data, s, fix=True)
+        except SyntaxError as e:
+            out.fail("unparsable", f"{name} fix: {e.msg} at line {e.lineno}")
+            continue
+        except Exception:
+            out.fail("crash", f"{name} fix: " + traceback.format_exc(limit=-3))
+            continue
+        try:
+            compile(result.source, "<fixed>", "exec", dont_inherit=True)
+        except SyntaxError as e:
+            out.fail("unparsable", f"{name} fix: {e.msg} at line {e.lineno}")
+            continue
+        if b"graphmend" in result.source:
+            out.fail("imports-linter", f"{name} fix mentions graphmend")
+        if idempotence and result.fixed:
+            try:
+                again = engine.check(result.source, s, fix=True).source
+            except Exception:
+                out.fail("crash", f"{name} refix: " + traceback.format_exc(limit=-3))
+                continue
+            if again != result.source:
+                out.fail("not-idempotent", f"{name} fix changes again on a second run")
+        setattr(out, f"{name}_fixes", result.fixed)
+        fixed[name] = result.source.decode()
+    out.fixed_source = fixed.get("safe", "")
+    if not eager:
+        return out
+    _, orig_fn, inputs = _build(source, harness, "orig")
+    if coverage:
+        module, fn, _ = _build(source, harness, "orig")
+        out.covered = _coverage(module, fn, inputs)
+    for name in ("safe", "unsafe"):
+        if fixed.get(name, source) == source or (name == "unsafe" and fixed.get("unsafe") == fixed.get("safe")):
+            continue
+        _, orig_fn, _ = _build(source, harness, "orig")
+        _, fixed_fn, _ = _build(fixed[name], harness, name)
+        for i, args in enumerate(inputs):
+            problem = _compare(orig_fn, fixed_fn, args)
+            if problem and name == "safe":
+                out.fail("mismatch", f"input {i}: {problem}")
+                break
+            if problem:
+                out.unsafe_differs = True
+                break
+    if breaks and fixed.get("safe", source) != source:
+        out.breaks = _breaks(source, fixed["safe"], harness, inputs)
+        if out.breaks and out.breaks[1] > out.breaks[0]:
+            out.fail("more-breaks", f"graph breaks {out.breaks[0]} -> {out.breaks[1]}")
+    return out
+
+
+def _explain(fn, args) -> tuple[int, int]:
+    """(graphs, breaks) Dynamo reports for one call; a frame Dynamo skips entirely has 0 graphs."""
+    torch._dynamo.reset()
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        explanation = torch._dynamo.explain(fn)(*args)
+    torch._dynamo.reset()
+    return explanation.graph_count, explanation.graph_break_count
+
+
+def _breaks(source: str, fixed: str, harness: str, inputs: list) -> tuple | None:
+    """Breaks before/after on the first input the original accepts (explain is slow: one input).
+
+    A frame Dynamo skips entirely (a break inside a loop) runs all in eager: it counts as worse
+    than any number of breaks, so a fix that lets it compile with some breaks left is no regression.
+    """
+    _, orig_fn, _ = _build(source, harness, "orig")
+    for args in inputs:
+        if observe(orig_fn, args).error is None:
+            _, orig_fn, _ = _build(source, harness, "orig")
+            _, fixed_fn, _ = _build(fixed, harness, "safe")
+            (g0, b0), (g1, b1) = _explain(orig_fn, args), _explain(fixed_fn, args)
+            return (b0 if g0 else math.inf), (b1 if g1 else math.inf)
+    return None

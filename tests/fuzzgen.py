@@ -1,0 +1,381 @@
+"""Random small PyTorch programs mixing the three graph-break patterns with ordinary code.
+
+`generate(chooser)` writes one module: an `nn.Module` forward, a `@torch.compile` function or a
+`torch.compile(f)` target, maybe with same-file helpers, plus an uncompiled function. The
+compiled body mixes data-dependent `if`/ternaries (GM1xx), print/logging/warnings (GM2xx) and
+`if cond: raise`/asserts (GM3xx) with loops, static tests, module calls and aliases.
+
+Every tensor test reads a "control" argument `c<k>` (or a name derived from it without changing
+its sign) whose value is chosen so the test is true or false; `make()` calls the program on
+every combination, so every branch arm runs. Lines that must never be reported carry
+`# fuzz:static`; the uncompiled function lies between `# fuzz:eager-begin/end`.
+
+A chooser is anything with `pick(seq)`, `number(lo, hi)` and `chance(p)`: `RandomChooser`
+(seeded, for the benchmark) or `DrawChooser` (a hypothesis `draw`, which shrinks failures).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+
+class RandomChooser:
+    def __init__(self, seed: int) -> None:
+        self.rnd = random.Random(seed)
+
+    def pick(self, seq):
+        return seq[self.rnd.randrange(len(seq))]
+
+    def number(self, lo: int, hi: int) -> int:
+        return self.rnd.randint(lo, hi)
+
+    def chance(self, p: float) -> bool:
+        return self.rnd.random() < p
+
+
+class DrawChooser:
+    def __init__(self, draw) -> None:
+        from hypothesis import strategies as st
+
+        self.draw, self.st = draw, st
+
+    def pick(self, seq):
+        return seq[self.draw(self.st.integers(0, len(seq) - 1))]
+
+    def number(self, lo: int, hi: int) -> int:
+        return self.draw(self.st.integers(lo, hi))
+
+    def chance(self, p: float) -> bool:
+        # integers shrink towards 0, i.e. towards "no": shrinking removes features
+        return self.draw(self.st.integers(0, 99)) >= 100 - int(100 * p)
+
+
+# Control tensors: their values make a test true or false. state -> expression building it.
+STATES = {
+    "pos": "{t}.rand(3, 4, generator=g) * 0.4 + 0.6",
+    "neg": "-({t}.rand(3, 4, generator=g) * 0.4 + 0.6)",
+    "nan": "{t}.where({t}.arange(12).reshape(3, 4) == 5, float('nan'), {t}.rand(3, 4, generator=g) + 0.6)",
+    "big": "{t}.rand(3, 4, generator=g) * 10 + 20",
+}
+# test template on a control name {v}: (source, state making it true, state making it false)
+TESTS = [
+    ("{v}.sum() > 0", "pos", "neg"),
+    ("{v}.mean() < 0", "neg", "pos"),
+    ("({v} > 0).all()", "pos", "neg"),
+    ("({v} < 0).any()", "neg", "pos"),
+    ("{t}.isnan({v}).any()", "nan", "pos"),
+    ("{v}.max() > 15", "big", "pos"),
+    ("{v}.abs().max() < 5", "pos", "big"),
+    ("not ({v} > 0).all()", "neg", "pos"),
+    ("{t}.any({v} > 0)", "pos", "neg"),
+    ("{v}.sum().item() > 0", "pos", "neg"),
+    ("{v}.norm() > 10", "big", "pos"),
+    ("{t}.all({v} >= 0)", "pos", "neg"),
+    ("{v}.min() >= 0", "pos", "neg"),
+    ("{v}.isfinite().all()", "pos", "nan"),
+]
+# sign-keeping derivations of a control (a test on the result keeps its truth table)
+DERIVE = ["{v} * 2.0", "{v} + 0.0", "{v}.clone()", "{v}.detach()", "{t}.clamp({v}, -100, 100)"]
+# branch values of `h` (a float tensor of shape (B, 4)); some are safe for torch.where, some not
+VALUES = [
+    "h * 2", "h - 1", "-h", "h / 2", "h.abs()", "{t}.tanh(h)", "h.clamp(min=-1, max=1)", "h.relu()",
+    "{t}.sigmoid(h)", "h * 0.5 + 1", "{t}.sqrt(h)", "{t}.log(h.abs() + 1)", "h.exp()", "h ** 2",
+    "{t}.nan_to_num(h)", "h", "h.sum(-1, keepdim=True)", "h.double()", "h[0]", "h + 1.5",
+    "{t}.zeros_like(h)", "{t}.ones_like(h) * 3",
+]
+MODULE_VALUES = ["self.proj(h)", "helper(h)"]
+STATIC_TESTS = [
+    "h.dim() == 2", "h.shape[0] > 1", "h.dtype == {t}.float32", "isinstance(h, {t}.Tensor)",
+    "mask is None", "mask is not None", "h.size(-1) == 4", "len(h.shape) == 2", "h.is_floating_point()",
+]
+MODULE_STATIC_TESTS = ["self.training", "self.flag", "not self.training"]
+EXCEPTIONS = ["ValueError", "RuntimeError", "AssertionError", "FuzzError"]
+
+
+@dataclass
+class Program:
+    source: str  # what is linted and fixed
+    harness: str  # `make()`, appended to the original and the fixed source to run them
+    controls: list = field(default_factory=list)  # per control: (true_state, false_state) per use
+    kind: str = "module"
+    features: set = field(default_factory=set)
+
+
+class _Writer:
+    def __init__(self, c, t: str, kind: str) -> None:
+        self.c, self.t, self.kind = c, t, kind
+        self.lines: list[str] = []
+        self.controls: list[set] = []  # states each control must take
+        self.features: set = set()
+        self.derived: list[tuple[str, int]] = []  # (name, control index)
+        self.counter = 0
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def emit(self, indent: int, text: str) -> None:
+        self.lines.extend("    " * indent + line for line in text.split("\n"))
+
+    def fmt(self, template: str, v: str = "h") -> str:
+        return template.format(t=self.t, v=v)
+
+    # -- tests -------------------------------------------------------------
+    def control(self, indent: int, derive: bool = True) -> tuple[str, int]:
+        """A name to test and the control it follows (new controls up to 3)."""
+        if self.controls and (len(self.controls) >= 3 or self.c.chance(0.5)):
+            k = self.c.number(0, len(self.controls) - 1)
+        else:
+            k = len(self.controls)
+            self.controls.append(set())
+        name = f"c{k}"
+        if derive and self.c.chance(0.3):
+            derived = self.fresh("d")
+            self.emit(indent, f"{derived} = " + self.fmt(self.c.pick(DERIVE), name))
+            name = derived
+        return name, k
+
+    def tensor_test(self, indent: int, derive: bool = True) -> str:
+        name, k = self.control(indent, derive)
+        text, true_state, false_state = TESTS[self.c.number(0, len(TESTS) - 1)]
+        self.controls[k] |= {true_state, false_state}
+        test = self.fmt(text, name)
+        if self.c.chance(0.2):
+            other = self.tensor_test(indent, derive)
+            test = f"{_paren(test)} {self.c.pick(['and', 'or'])} {_paren(other)}"
+        elif self.c.chance(0.1):
+            test = f"not ({test})"
+        if self.c.chance(0.1):
+            static = self.fmt(self.c.pick(STATIC_TESTS))
+            test = f"{static} and ({test})"
+        self.features.add("tensor-test")
+        return test
+
+    def value(self) -> str:
+        pool = VALUES + (MODULE_VALUES if self.kind == "module" else ["helper(h)"])
+        return self.fmt(self.c.pick(pool))
+
+    # -- statements ----------------------------------------------------------
+    def block(self, indent: int, depth: int, size: int | None = None) -> None:
+        for _ in range(size if size is not None else self.c.number(1, 3)):
+            self.statement(indent, depth)
+
+    def statement(self, indent: int, depth: int) -> None:
+        kinds = ["ordinary", "tensor_if", "ternary", "log", "check", "static_if", "loop"]
+        kind = self.c.pick(kinds if depth < 2 else kinds[:5])
+        getattr(self, "s_" + kind)(indent, depth)
+
+    def s_ordinary(self, indent: int, depth: int) -> None:
+        options = [
+            f"h = {self.value()}",
+            "h = h + 1",
+            self.fmt("h = {t}.relu(h) + h"),
+            self.fmt("with {t}.no_grad():\n    s = h.sum()"),
+            self.fmt("if not {t}.compiler.is_compiling():\n    print('eager only', h.shape)"),
+            "parts = [h, h * 2]\nh = parts[0] + parts[1]",
+            "h = h * mask if mask is not None else h  # fuzz:static",
+        ]
+        if self.kind == "module":
+            options += ["self.calls += 1", "h = self.proj(h)"]
+        self.emit(indent, self.c.pick(options))
+
+    def s_tensor_if(self, indent: int, depth: int) -> None:
+        test = self.tensor_test(indent)
+        shape = self.c.pick(["both", "one", "elif", "nested", "hoist", "two-names", "mixed"])
+        self.features.add(f"if-{shape}")
+        self.emit(indent, f"if {test}:")
+        if shape == "nested" and depth < 2:
+            self.s_tensor_if(indent + 1, depth + 1)
+        elif shape == "hoist":
+            tmp = self.fresh("t")
+            self.emit(indent + 1, f"{tmp} = {self.value()}\nh = {tmp} + 1")
+        elif shape == "two-names":
+            self.emit(indent + 1, f"h = {self.value()}\ng = {self.value()}")
+        elif shape == "mixed":
+            self.block(indent + 1, depth + 1)
+        else:
+            self.emit(indent + 1, f"h = {self.value()}")
+        if shape == "elif":
+            self.emit(indent, f"elif {self.tensor_test(indent, derive=False)}:")
+            self.emit(indent + 1, f"h = {self.value()}")
+        if shape != "one":
+            self.emit(indent, "else:")
+            if shape == "two-names":
+                self.emit(indent + 1, f"h = {self.value()}\ng = {self.value()}")
+            elif shape == "mixed":
+                self.block(indent + 1, depth + 1)
+            else:
+                self.emit(indent + 1, f"h = {self.value()}")
+        if shape == "two-names":
+            self.emit(indent, "h = h + g")
+
+    def s_ternary(self, indent: int, depth: int) -> None:
+        self.features.add("ternary")
+        expr = f"{self.value()} if {self.tensor_test(indent)} else {self.value()}"
+        self.emit(indent, self.c.pick([f"h = {expr}", f"h = h + ({expr})", self.fmt("h = {t}.relu(") + expr + ")"]))
+
+    def s_log(self, indent: int, depth: int) -> None:
+        self.features.add("log")
+        log = self.logger
+        options = [
+            "print('step', h.shape)", "print(f'{h.shape} rows')", "print('value', h)",
+            f"{log}.info('shape %s', h.shape)", f"{log}.warning('careful')", f"{log}.debug('h=%s', h.sum())",
+            f"{self.warn}('deprecated path', UserWarning)", f"{self.warn}('twice', stacklevel=2)",
+            "n = print('value used')", f"if mask is None: {log}.info('no mask')  # fuzz:static",
+            "print('a'); print('b')", "items = [1, 2]\nprint(items.pop())",
+        ]
+        if self.kind == "module":
+            options += ["self.log.info('from self %s', h.shape)"]
+        self.emit(indent, self.c.pick(options))
+
+    def s_check(self, indent: int, depth: int) -> None:
+        self.features.add("check")
+        name, k = self.control(indent)
+        # the check must pass on some states: raise only on the state that makes it true
+        text, bad_state, good_state = TESTS[self.c.number(0, len(TESTS) - 1)]
+        self.controls[k] |= {bad_state, good_state}
+        test = self.fmt(text, name)
+        exc = self.c.pick(EXCEPTIONS)
+        message = self.c.pick(["'bad input'", "f'bad input {h.shape}'", "'bad ' + 'input'", ""])
+        form = self.c.pick(["raise", "raise", "assert", "torch_assert", "raise-else"])
+        if form == "raise":
+            self.emit(indent, f"if {test}:\n    raise {exc}({message})")
+        elif form == "raise-else":
+            self.emit(indent, f"if {test}:\n    raise {exc}({message})\nelse:\n    h = h + 1")
+        elif form == "assert":
+            self.emit(indent, f"assert not ({test})" + (f", {message}" if message else ""))
+        elif "item()" in test or test.startswith("not "):
+            self.emit(indent, f"assert not ({test})")
+        else:
+            self.emit(indent, self.fmt("{t}._assert({t}.logical_not(") + f"{test}), {message or repr('bad')})")
+
+    def ending(self) -> list[str]:
+        """The last statements of the compiled function: a return, maybe in both branches of a test."""
+        self.lines, saved = [], self.lines
+        form = self.c.pick(["plain", "plain", "both", "ternary", "tuple", "elif"])
+        self.features.add(f"return-{form}")
+        if form == "plain":
+            self.emit(0, "return h")
+        elif form == "ternary":
+            self.emit(0, f"return {self.value()} if {self.tensor_test(0)} else {self.value()}")
+        else:
+            test = self.tensor_test(0)
+            values = (lambda: f"{self.value()}, h") if form == "tuple" else self.value
+            self.emit(0, f"if {test}:\n    return {values()}")
+            if form == "elif":
+                self.emit(0, f"elif {self.tensor_test(0, derive=False)}:\n    return {values()}")
+            self.emit(0, f"else:\n    return {values()}")
+        lines, self.lines = self.lines, saved
+        return lines
+
+    def s_static_if(self, indent: int, depth: int) -> None:
+        self.features.add("static-if")
+        pool = STATIC_TESTS + (MODULE_STATIC_TESTS if self.kind == "module" else [])
+        self.emit(indent, f"if {self.fmt(self.c.pick(pool))}:  # fuzz:static")
+        self.block(indent + 1, depth + 1, 1)
+        if self.c.chance(0.5):
+            self.emit(indent, "else:")
+            self.block(indent + 1, depth + 1, 1)
+
+    def s_loop(self, indent: int, depth: int) -> None:
+        self.features.add("loop")
+        self.emit(indent, self.c.pick(["for i in range(2):", "for w in (1.0, 2.0):"]))
+        self.emit(indent + 1, self.c.pick(["h = h + 1", "h = h * 0.5"]))
+        if self.c.chance(0.3):
+            self.block(indent + 1, depth + 1, 1)
+
+
+def _paren(text: str) -> str:
+    return f"({text})"
+
+
+def generate(c) -> Program:
+    t = c.pick(["torch", "torch", "th"])
+    kind = c.pick(["module", "module", "decorated", "compile-call"])
+    w = _Writer(c, t, kind)
+    w.logger = c.pick(["logger", "log_", "logging"])
+    w.warn = c.pick(["warnings.warn", "warn"])
+    body_size = c.number(1, 5)
+    helper = c.chance(0.3)
+    in_no_grad = c.chance(0.15)
+
+    # the compiled body first (it decides how many controls there are)
+    indent = 2 if kind == "module" else 1
+    if in_no_grad:
+        w.emit(indent, f"with {t}.no_grad():")
+        indent += 1
+    w.block(indent, 0, body_size)
+    body, w.lines = w.lines, []
+    ending = w.ending()
+    helper_lines: list[str] = []
+    if helper:
+        w.kind = "function"  # no `self` in a plain helper
+        w.emit(1, "h = h * 1.5")
+        w.block(1, 1, c.number(1, 2))
+        helper_lines, w.lines, w.kind = w.lines, [], kind
+    controls = sorted(range(len(w.controls)))
+    ann = c.pick(["", "", f": {t}.Tensor", f": {t}.FloatTensor"])  # annotations let rules prove more
+    params = ", ".join([f"h{ann}"] + [f"c{k}{ann and f': {t}.Tensor'}" for k in controls] + ["mask=None"])
+    start = c.pick(["x * 1.0", "x", "self.proj(x)"] if kind == "module" else ["x * 1.0", "x"])
+
+    head = ["import torch" if t == "torch" else "import torch as th", "import logging", "import warnings"]
+    if w.warn == "warn":
+        head.append("from warnings import warn")
+    head += ["", "from torch import nn", ""]
+    if w.logger != "logging":
+        head.append(f"{w.logger} = logging.getLogger('fuzz')")
+    head += ["", "", "class FuzzError(Exception):", "    pass", ""]
+
+    out = head[:]
+    out += ["", "def helper(h):", "    h = h * 0.75"]
+    out += ["    return h", ""]
+    if helper:
+        out += ["", f"def helper_body({params}):"] + helper_lines + ["    return h", ""]
+    out += ["", "def eager_util(x):  # fuzz:eager-begin", f"    if x.sum() > 0:", "        print('eager', x)",
+            "        x = x * 2 if x.mean() > 0 else x", "    return x  # fuzz:eager-end", ""]
+    call_helper = "h = helper_body(" + ", ".join(["h"] + [f"c{k}" for k in controls] + ["mask=mask"]) + ")"
+    if kind == "module":
+        out += ["", "class Model(nn.Module):", "    def __init__(self):", "        super().__init__()",
+                "        self.proj = nn.Linear(4, 4)", "        self.flag = True", "        self.calls = 0",
+                "        self.log = logging.getLogger('fuzz.self')", "",
+                f"    def forward(self, x{ann}, {params.split(', ', 1)[1]}):", f"        h = {start}"]
+        out += body
+        if helper:
+            out.append("        " + call_helper)
+        out += ["        " + line for line in ending]
+        factory = "fn = Model()"
+    else:
+        decorator = [f"@{t}.compile"] if kind == "decorated" else []
+        out += [""] + decorator + [f"def step(x{ann}, {params.split(', ', 1)[1]}):", f"    h = {start}"]
+        out += body
+        if helper:
+            out.append("    " + call_helper)
+        out += ["    " + line for line in ending]
+        if kind == "compile-call":
+            out += ["", f"compiled_step = {t}.compile(step)"]
+        factory = "fn = getattr(step, '_torchdynamo_orig_callable', step)"
+    source = "\n".join(out) + "\n"
+    # the self.log attribute and FuzzError are referenced only by some programs; fine.
+    states = [sorted(w.controls[k]) for k in controls]
+    return Program(source, _make(factory, states), states, kind, w.features)
+
+
+def _make(factory: str, states: list[list[str]]) -> str:
+    """`make()`: the callable, and inputs for every combination of control states (mask varies too)."""
+    table = ", ".join(repr(STATES[s].format(t="torch")) for s in STATES)
+    return f"""
+
+def make():
+    import itertools
+    import torch
+    g = torch.Generator().manual_seed(1)
+    builders = dict(zip({list(STATES)!r}, [{table}]))
+    {factory}
+    inputs = []
+    for i, combo in enumerate(itertools.product(*{states!r})):
+        x = torch.randn(3, 4, generator=g).requires_grad_()
+        controls = [eval(builders[s], {{"torch": torch, "g": g}}) for s in combo]
+        mask = torch.rand(3, 4, generator=g) > 0.3 if i % 2 else None
+        inputs.append((x, *controls, mask))
+    return fn, inputs
+"""
