@@ -115,3 +115,20 @@ def test_ifexp_and_while_and_loops():
     loop = "for i in range(3):\n    if h.sum() > 0:\n        h = h * 2\nreturn h\n"
     assert findings(loop, "GM104") and not findings(loop, "GM101")
     assert "skips the whole function `forward`" in findings(loop, "GM104")[0].message
+
+
+def test_fix_keeps_comments_from_the_branches():
+    src = HEAD + textwrap.indent(textwrap.dedent("""\
+        # pick a scale
+        if h.sum() > 0:  # positive
+            # double it
+            y = h * 2
+        else:
+            y = h - 1  # shift
+        return y
+        """), " " * 8)
+    out = engine.check(src.encode(), Settings(), fix=True).source.decode()
+    assert "if h.sum()" not in out
+    for comment in ("# pick a scale", "# positive", "# double it", "# shift"):
+        assert comment in out
+    assert out.index("# shift") < out.index("y = torch.where(h.sum() > 0, h * 2, h - 1)")

@@ -181,6 +181,21 @@ def _line(small: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
     return cst.SimpleStatementLine(body=[small])
 
 
+def _comments(node: cst.If) -> list[cst.EmptyLine]:
+    """Comments inside the branches, as lines to keep above the rewritten statement."""
+    out: list[cst.EmptyLine] = []
+    for _, body in arms(node):
+        if isinstance(body, cst.IndentedBlock):
+            if body.header.comment is not None:
+                out.append(cst.EmptyLine(comment=body.header.comment))
+            for stmt in body.body:
+                out.extend(ln for ln in stmt.leading_lines if ln.comment is not None)
+                trailing = getattr(stmt, "trailing_whitespace", None)
+                if trailing is not None and trailing.comment is not None:
+                    out.append(cst.EmptyLine(comment=trailing.comment))
+    return [ln.with_changes(indent=True, whitespace=cst.SimpleWhitespace("")) for ln in out]
+
+
 def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | None]:
     rule, ff = prover.rule, prover.ff
     v = Verdict()
@@ -327,11 +342,15 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
             v.refuse = "the test reads a name the branches assign, and there are several results"
         if v.refuse:
             return v, None
+    kept = _comments(node)
+    if kept:
+        first = len(setups)  # above the first rewritten assignment or return
+        new[first] = new[first].with_changes(leading_lines=[*new[first].leading_lines, *kept])
     if prefix:
         test = prefix[0]
         for p in prefix[1:]:
             test = cst.BooleanOperation(test, cst.And(), p)
         return v, cst.If(test=_where.strip_parens(test) if len(prefix) == 1 else test,
                          body=cst.IndentedBlock(body=new), leading_lines=node.leading_lines)
-    new[0] = new[0].with_changes(leading_lines=node.leading_lines)
+    new[0] = new[0].with_changes(leading_lines=[*node.leading_lines, *new[0].leading_lines])
     return v, new
