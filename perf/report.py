@@ -150,7 +150,9 @@ def write(out, meta, cases):
     lines += remaining(cases, variants, mode)
     lines += remaining(cases, ["unfixed"], mode, "## Break sites before the fix (explain() reasons, file:line)")
     lines += findings_table(cases)
-    lines += ["## Charts", "", "![breaks](breaks.png)", "", "![ratios](ratios.png)", ""]
+    lines += ["## Charts", "", "![breaks](breaks.png)", "", "![ratios, wall clock](ratios.png)", ""]
+    if meta["device"] == "cpu":
+        lines += ["![ratios, CPU time](ratios_cpu.png)", ""]
     open(os.path.join(out, "report.md"), "w").write("\n".join(x for x in flatten(lines)) + "\n")
     charts(out, cases, variants, mode)
 
@@ -283,20 +285,40 @@ def charts(out, cases, variants, mode):
     fig.savefig(os.path.join(out, "breaks.png"), dpi=110)
     plt.close(fig)
 
-    fig, axes = plt.subplots(1, 3, figsize=(max(9, 1.2 * len(names) + 4), 4), sharey=False)
-    for ax, (key, metric) in zip(axes, [("cold", "cold_s"), ("steady", "steady_median_s"), ("flip", "flip_s")]):
-        for j, v in enumerate(variants):
-            vals = []
-            for c in cases:
-                u, f = pair(c, v, mode)
-                vals.append(ratio(u.get(metric), f.get(metric)) or float("nan"))
-            ax.bar([i + j * 0.8 / len(variants) for i in x], vals, 0.8 / len(variants), label=v)
-        ax.axhline(1.0, color="k", lw=0.8)
-        ax.set_yscale("log")
-        ax.set_title(f"{key}: unfixed / fixed")
-        ax.set_xticks(list(x))
-        ax.set_xticklabels(names, rotation=45, ha="right", fontsize=7)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "ratios.png"), dpi=110)
-    plt.close(fig)
+    clocks = ["wall"] + (["cpu"] if any("cold_cpu_s" in r for c in cases for r in c["variants"].values()) else [])
+    for clock in clocks:
+        cold, steady, flip, _ = LAT[clock]
+        fig, axes = plt.subplots(1, 3, figsize=(max(9, 1.2 * len(names) + 4), 4), sharey=False)
+        w = 0.8 / max(1, len(variants))
+        for ax, (key, metric) in zip(axes, [("cold", cold), ("steady", steady), ("flip", flip)]):
+            for j, v in enumerate(variants):
+                vals = []
+                for c in cases:
+                    u, f = pair(c, v, mode)
+                    vals.append(ratio(u.get(metric), f.get(metric)) or float("nan"))
+                # bars start at 1.0 (no change): up = the fix is faster, down = slower
+                ax.bar([i + j * w for i in x], [v_ - 1 for v_ in vals], w, bottom=1.0, label=v)
+            ax.axhline(1.0, color="k", lw=0.8)
+            ax.set_yscale("log")
+            ax.set_title(f"{key}: unfixed / fixed ({clock})")
+            ax.set_xticks([i + w * (len(variants) - 1) / 2 for i in x])
+            ax.set_xticklabels(names, rotation=45, ha="right", fontsize=7)
+        axes[0].legend(fontsize=7)
+        axes[0].set_ylabel("ratio (log scale; > 1: fix is faster)")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "ratios.png" if clock == "wall" else "ratios_cpu.png"), dpi=110)
+        plt.close(fig)
+
+
+def main(argv=None):
+    """Rebuild report.md and the charts of a run directory from its results.json."""
+    import json
+    import sys
+    out = (argv or sys.argv[1:])[0]
+    data = json.load(open(os.path.join(out, "results.json")))
+    write(out, data["meta"], data["cases"])
+    print(f"rewrote {out}/report.md and charts")
+
+
+if __name__ == "__main__":
+    main()
