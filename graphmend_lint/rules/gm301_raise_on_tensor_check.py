@@ -14,7 +14,9 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
     `torch.compile`: conditions built from `.all()`, `.any()`, `torch.isnan(x).any()`,
     `not torch.equal(a, b)`, `.allclose()`, or a comparison such as
     `labels.max() >= self.config.vocab_size`. Trace-time checks (`x.shape[0] != y.shape[0]`,
-    `x.dtype == torch.float16`, `mask is None`) are not flagged.
+    `x.dtype == torch.float16`, `mask is None`) are not flagged. In an `if`/`elif`/`else`
+    chain with a `raise` in any arm, every tensor condition of the chain is reported (such
+    chains are validation, left alone by GM101).
 
     ## Why it breaks the graph
     Python must call `bool()` on the tensor to decide whether to raise. Dynamo cannot know
@@ -186,11 +188,21 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
         ),
     ]
 
+    def _chain_raises(self, node: cst.If) -> bool:
+        """Some arm of the if/elif/else chain holding `node` raises (a validation check)."""
+        up = self.parent(node)
+        while isinstance(up, cst.If) and up.orelse is node:
+            node, up = up, self.parent(up)
+        arm: cst.If | cst.Else | None = node
+        while arm is not None:
+            if any(isinstance(line, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in line.body)
+                   for line in arm.body.body):
+                return True
+            arm = arm.orelse if isinstance(arm, cst.If) else None
+        return False
+
     def visit_If(self, node: cst.If) -> None:
-        body = node.body.body
-        if not body or not isinstance(body[-1], cst.SimpleStatementLine):
-            return
-        if not isinstance(body[-1].body[-1], cst.Raise):
+        if not self._chain_raises(node):
             return
         func = self.compiled_function(node)
         if func is None:
