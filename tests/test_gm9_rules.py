@@ -1,0 +1,64 @@
+"""The GM9xx rules' own VALID/INVALID cases under Fixit's test machinery, plus precision cases."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from fixit.testing import generate_lint_rule_test_cases
+
+from graphmend_lint import engine
+from graphmend_lint.rules import ALL_RULES
+from graphmend_lint.settings import Settings
+
+GM9 = [r for r in ALL_RULES if r.CODE.startswith("GM9")]
+
+# Fixit wants rule instances here (it reads each instance's class): classes generate no test at all.
+for _case in generate_lint_rule_test_cases([r() for r in GM9]):
+    globals()[f"Test{_case.__name__}"] = _case
+
+
+def test_every_gm9_rule_generated_cases():
+    names = {k for k in globals() if k.startswith("Test")}
+    assert len(names) == len(GM9) == len({r.CODE for r in GM9}) >= 12
+
+
+def codes(src: str) -> list[str]:
+    return [f.code for f in engine.check(textwrap.dedent(src).encode(), Settings()).findings]
+
+
+HEAD = "import copy, random, time\nimport numpy as np\nimport torch\nfrom torch import nn\n"
+
+
+@pytest.mark.parametrize("body", [
+    "n = x.size(0)\n        return x * n",  # static sizes
+    "return x[: x.shape[0] // 2]",  # static slice bound
+    "return x * int(x.shape[0])",  # int() of a shape
+    "if x.sum().item() > 0:\n            return x\n        return -x",  # GM1xx's (inside an if test)
+    "return x * float(self.config.scale)",  # config value
+    "a = x.numpy() * 2\n        return torch.from_numpy(a)",  # traced NumPy
+    "return x.cpu() + 1",  # .cpu() alone
+    "return x * random.randint(0, 3)",  # traced by Dynamo
+    "return x + torch.as_tensor(np.random.rand(4, 8))",  # NumPy draw with a size
+    "return copy.deepcopy([1, 2])[0] * x",  # deepcopy of Python data
+    "ptrs = {'x': x.data_ptr()}\n        return x, ptrs",  # pointer only stored
+])
+def test_no_gm9_finding_on_values_that_do_not_break(body):
+    src = f"{HEAD}\nclass M(nn.Module):\n    def forward(self, x: torch.Tensor):\n        {body}\n"
+    assert [c for c in codes(src) if c.startswith("GM9")] == []
+
+
+def test_no_finding_outside_compiled_code():
+    src = HEAD + "\ndef helper(x: torch.Tensor):\n    return x.sum().item(), x.tolist(), time.time(), x[x > 0]\n"
+    assert codes(src) == []
+
+
+def test_guarded_by_is_compiling_is_not_reported():
+    src = HEAD + textwrap.dedent("""
+        class M(nn.Module):
+            def forward(self, x: torch.Tensor):
+                if not torch.compiler.is_compiling():
+                    self.seen = x.sum().item()
+                    self.t = time.perf_counter()
+                return x
+    """)
+    assert codes(src) == []
