@@ -94,14 +94,19 @@ def test_bart_fp16_clamp_fixed_safely(tmp_path):
     broken, unbroken = _breaks(before, input_ids=ids), _breaks(after, input_ids=ids)
     print(f"BART fp16 graph breaks: {broken} -> {unbroken}")
     assert broken >= 2 and unbroken == 0  # one clamp per encoder layer, plus their resume jumps
+    torch._dynamo.reset()
+    with torch.no_grad():
+        whole = torch.compile(after, fullgraph=True, backend="eager")(input_ids=ids).last_hidden_state
+        assert _same(whole, after(input_ids=ids).last_hidden_state)
+    torch._dynamo.reset()
 
 
 def test_phi3_longrope_choice_fixed_unsafely(tmp_path):
     from transformers.models.phi3 import modeling_phi3 as original
 
-    safe_text = _fixed_module(tmp_path, "phi3", "modeling_phi3", unsafe=False)[1]
-    assert "if seq_len > self.original_max_position_embeddings:" in safe_text  # not applied by --fix
     fixed, text, report = _fixed_module(tmp_path, "phi3", "modeling_phi3", unsafe=True)
+    # unsafe: `--fix` leaves it alone, `--unsafe-fixes` applies it; the reasons are named
+    assert "GM101 fix=unsafe" in report and "GM101 fix=safe" not in report
     assert "not provably a Python number" in report and "same shape and dtype" in report
     assert "ext_factors = torch.where(seq_len > self.original_max_position_embeddings" in text
     cfg = transformers.Phi3Config(
