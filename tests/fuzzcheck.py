@@ -17,7 +17,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import torch
-from harness import observe
+from harness import Observation, observe
 
 from graphmend_lint import engine
 from graphmend_lint.settings import Settings
@@ -72,8 +72,16 @@ def _same(a, b) -> bool:
     return a == b
 
 
+def _observe(fn, args):
+    """harness.observe, with an error of the backward pass (e.g. an in-place update) as behaviour."""
+    try:
+        return observe(fn, args)
+    except Exception as e:
+        return Observation(error=("backward: " + type(e).__name__, str(e)))
+
+
 def _compare(orig, fixed, args) -> str | None:
-    o, f = observe(orig, args), observe(fixed, args)
+    o, f = _observe(orig, args), _observe(fixed, args)
     checks = [
         ("exception", o.error, f.error), ("output", o.output, f.output), ("stdout", o.stdout, f.stdout),
         ("log records", o.logs, f.logs), ("warnings", o.warns, f.warns), ("gradients", o.grads, f.grads),
@@ -112,7 +120,7 @@ def _coverage(module: types.ModuleType, fn, inputs: list) -> float:
     sys.settrace(tracer)
     try:
         for args in inputs:
-            observe(fn, args)
+            _observe(fn, args)
     finally:
         sys.settrace(old)
     return len(wanted & seen) / len(wanted) if wanted else 1.0
@@ -217,7 +225,7 @@ def _breaks(source: str, fixed: str, harness: str, inputs: list) -> tuple | None
     """
     _, orig_fn, _ = _build(source, harness, "orig")
     for args in inputs:
-        if observe(orig_fn, args).error is None:
+        if _observe(orig_fn, args).error is None:
             _, orig_fn, _ = _build(source, harness, "orig")
             _, fixed_fn, _ = _build(fixed, harness, "safe")
             (g0, b0), (g1, b1) = _explain(orig_fn, args), _explain(fixed_fn, args)

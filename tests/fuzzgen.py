@@ -161,8 +161,8 @@ class _Writer:
             self.statement(indent, depth)
 
     def statement(self, indent: int, depth: int) -> None:
-        kinds = ["ordinary", "tensor_if", "ternary", "log", "check", "static_if", "loop"]
-        kind = self.c.pick(kinds if depth < 2 else kinds[:5])
+        kinds = ["ordinary", "tensor_if", "ternary", "log", "check", "tricky", "static_if", "loop"]
+        kind = self.c.pick(kinds if depth < 2 else kinds[:6])
         getattr(self, "s_" + kind)(indent, depth)
 
     def s_ordinary(self, indent: int, depth: int) -> None:
@@ -208,6 +208,27 @@ class _Writer:
                 self.emit(indent + 1, f"h = {self.value()}")
         if shape == "two-names":
             self.emit(indent, "h = h + g")
+
+    def s_tricky(self, indent: int, depth: int) -> None:
+        """Shapes a torch.where rewrite gets wrong: in-place updates, aliases, Python numbers, while."""
+        self.features.add("tricky")
+        test = self.tensor_test(indent)
+        form = self.c.pick(["inplace", "alias", "scalar", "while", "functional", "method"])
+        self.features.add(f"tricky-{form}")
+        if form == "inplace":
+            self.emit(indent, f"if {test}:\n    h = h.clone()\n    h.add_(1)\nelse:\n    h = h * 2")
+        elif form == "alias":
+            self.emit(indent, f"keep = h\nif {test}:\n    h = h * 2\nkeep.mul_(1.0)\nh = h + keep")
+        elif form == "scalar":
+            self.emit(indent, f"scale = 2.5 if {test} else 1\nh = h * scale")
+        elif form == "while":
+            self.emit(indent, self.fmt("n = 0\nwhile h.abs().max() > 4 and n < 5:\n    h = h / 2\n    n += 1"))
+            self.emit(indent, f"if {test}:\n    h = h + 0.25")
+        elif form == "functional":
+            self.emit(indent, f"if {test}:\n    h = F.relu(h)\nelse:\n    h = F.softplus(h)")
+        else:
+            call = "self.scale_up(h)" if self.kind == "module" else "helper(h)"
+            self.emit(indent, f"if {test}:\n    h = {call}\nelse:\n    h = h * 1.0")
 
     def s_ternary(self, indent: int, depth: int) -> None:
         self.features.add("ternary")
@@ -321,7 +342,7 @@ def generate(c) -> Program:
     head = ["import torch" if t == "torch" else "import torch as th", "import logging", "import warnings"]
     if w.warn == "warn":
         head.append("from warnings import warn")
-    head += ["", "from torch import nn", ""]
+    head += ["", "from torch import nn", "import torch.nn.functional as F" if t == "torch" else "from torch.nn import functional as F", ""]
     if w.logger != "logging":
         head.append(f"{w.logger} = logging.getLogger('fuzz')")
     head += ["", "", "class FuzzError(Exception):", "    pass", ""]
@@ -338,6 +359,7 @@ def generate(c) -> Program:
         out += ["", "class Model(nn.Module):", "    def __init__(self):", "        super().__init__()",
                 "        self.proj = nn.Linear(4, 4)", "        self.flag = True", "        self.calls = 0",
                 "        self.log = logging.getLogger('fuzz.self')", "",
+                "    def scale_up(self, h):", "        return h * 3.0", "",
                 f"    def forward(self, x{ann}, {params.split(', ', 1)[1]}):", f"        h = {start}"]
         out += body
         if helper:
