@@ -18,7 +18,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from . import engine, files
+from . import engine, files, prefilter
 from .settings import Settings
 
 MAX_BYTES = 1 << 20  # larger files are refused: libcst needs minutes and gigabytes for them
@@ -93,8 +93,10 @@ def _depth(tree: ast.AST) -> int:
     return best
 
 
-def validate(source: bytes) -> None:
-    """Raise BadInput/SyntaxError for a source that must not reach libcst."""
+def validate(source: bytes) -> ast.Module:
+    """Raise BadInput/SyntaxError for a source that must not reach libcst; return Python's AST."""
+    if source.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise BadInput("UTF-16 file: Python source must be UTF-8 or an ASCII-compatible encoding")
     if b"\x00" in source:
         raise BadInput("file contains null bytes")
     if len(source) > MAX_BYTES:
@@ -107,6 +109,7 @@ def validate(source: bytes) -> None:
     depth = _depth(tree)
     if depth > MAX_DEPTH:
         raise BadInput(f"expression nested too deeply to analyse (depth {depth}; the limit is {MAX_DEPTH})")
+    return tree
 
 
 def checks_out(source: bytes, path: Path) -> None:
@@ -161,15 +164,21 @@ def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False) -
     out = FileOutcome(path)
     try:
         source = files.read_source(path, MAX_BYTES)
-        validate(source)
+        tree = validate(source)
     except Exception as e:  # bad input never stops the run
         out.error = _one_line(_describe(e))
         return out
     try:
-        result = _in_big_thread(engine.check, source, s, fix or diff)
+        if prefilter.may_have_findings(source, s.compiled_scope, tree):
+            result = _in_big_thread(engine.check, source, s, fix or diff)
+        else:  # no compiled code: no rule can report (see prefilter.py)
+            result = engine.Result([], source, 0)
         changed = result.fixed > 0 and result.source != source
         if changed:
             checks_out(result.source, path)  # a fix never leaves code that does not compile
+            if cst.parse_module(source).bytes != source:
+                raise BadInput("fixes not applied: libcst would not keep the rest of this file byte for byte "
+                               "(form feeds or lone CR line endings)")
     except SyntaxError as e:
         out.error = _one_line(_fix_error(source, path, e))
         return out

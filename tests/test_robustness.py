@@ -38,10 +38,10 @@ def run(args, cwd: Path, capsys):
 
 
 def snapshot(folder: Path) -> dict:
-    """Bytes, mode and mtime of every plain file (no FIFOs, no broken links)."""
+    """Bytes, mode and mtime of every plain file (no FIFOs, no broken links, not the result cache)."""
     out = {}
     for p in sorted(folder.rglob("*")):
-        if p.is_file() and stat.S_ISREG(p.stat().st_mode):
+        if p.is_file() and stat.S_ISREG(p.stat().st_mode) and ".graphmend_cache" not in p.parts:
             st = p.stat()
             out[p.relative_to(folder).as_posix()] = (p.read_bytes(), st.st_mode, st.st_mtime_ns)
     return out
@@ -51,6 +51,7 @@ def snapshot(folder: Path) -> dict:
 BAD = {
     "syntax.py": (b"def f(:\n    pass\n", "syntax error at 1:7: invalid syntax"),
     "nul.py": (b"import torch\nx = 1\x00\n", "file contains null bytes"),
+    "utf16.py": (PRINT_MODULE.encode("utf-16"), "UTF-16 file: Python source must be UTF-8"),
     "latin1_no_cookie.py": ("s = 'caf\xe9'\n".encode("latin-1"),
                             "cannot decode as utf-8: byte 0xe9 at line 1 (declare the file's encoding"),
     "bad_cookie.py": (b"# -*- coding: nonsense -*-\nx = 1\n", "the coding cookie names an unknown encoding: nonsense"),
@@ -306,6 +307,19 @@ def test_internal_error_in_one_file_does_not_stop_the_others(tmp_path, capsys, m
     assert code == 2
     assert error_lines(err) == {"b.py": "internal error: KeyError: 'rule bug'"}
     assert GUARD in (tmp_path / "a.py").read_text()
+
+
+@pytest.mark.parametrize("data", [("\x0c" + PRINT_MODULE).encode(), PRINT_MODULE.replace("\n", "\r").encode()],
+                         ids=["form-feed", "lone-cr"])
+def test_file_libcst_cannot_keep_byte_for_byte_is_linted_but_never_rewritten(tmp_path, capsys, data):
+    path = tmp_path / "m.py"
+    path.write_bytes(data)
+    code, out, _ = run(["check", "m.py"], tmp_path, capsys)
+    assert code == 1 and "GM201" in out
+    for flags in (["--fix"], ["--diff"]):
+        code, out, err = run(["check", *flags, "m.py"], tmp_path, capsys)
+        assert code == 2 and "fixes not applied: libcst would not keep the rest of this file" in err
+        assert path.read_bytes() == data and "+++" not in out
 
 
 def test_fixing_twice_changes_nothing(battery, capsys):
