@@ -6,8 +6,8 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
-from libcst.metadata import MetadataWrapper
 
+from . import fastwalk
 from . import rules as rules_pkg
 from . import settings as settings_mod
 from .analysis.bindings import Bindings
@@ -31,7 +31,7 @@ def selected_rules(s: settings_mod.Settings) -> list[type]:
 def lint_module(module: cst.Module, s: settings_mod.Settings) -> list:
     with settings_mod.use(s):
         instances = [r() for r in selected_rules(s)]
-        MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(instances)
+        fastwalk.visit_batched(module, instances)  # same hooks and metadata as MetadataWrapper's
     findings = [f for r in instances for f in r.findings]
     return sorted(findings, key=lambda f: f.sort_key)
 

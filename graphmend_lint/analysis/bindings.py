@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from .. import fastwalk  # read-only walk without libcst's node rebuilding
+
 
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` -> "a.b.c" for Name/Attribute chains, else None."""
@@ -80,7 +82,7 @@ class Bindings:
     @classmethod
     def of(cls, module: cst.Module) -> "Bindings":
         collector = _ImportCollector()
-        module.visit(collector)
+        fastwalk.visit(module, collector)
         return cls(collector.aliases, collector.top)
 
     @property

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import fastwalk  # read-only walk without libcst's node rebuilding
+
 from .bindings import Bindings, dotted
 
 COMPILE_FUNCS = {"torch.compile", "torch._dynamo.optimize"}
@@ -81,7 +83,7 @@ class CompiledScope:
         self.b = bindings
         self.mode = mode
         self.index = idx = _Index()
-        module.visit(idx)
+        fastwalk.visit(module, idx)
         self.module_classes = self._module_classes()
         self.disabled = {f for f in idx.all_functions if self._decorated(f, DISABLE_FUNCS)}
         self.roots = self._roots()

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from .. import fastwalk  # read-only walk without libcst's node rebuilding
+
 from . import tables as T
 from .bindings import Bindings, dotted
 
@@ -136,7 +138,7 @@ class FunctionFacts:
         self.b = bindings
         self.module_attrs = module_attrs  # "attr" -> qualified ctor of self.attr (nn layers)
         collector = _Assignments(func)
-        func.visit(collector)
+        fastwalk.visit(func, collector)
         self.assigned = collector.values
         self.params: dict[str, cst.Param] = {}
         for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
@@ -360,5 +362,5 @@ def module_layer_attrs(cls: cst.ClassDef, b: Bindings) -> dict[str, str]:
                 if q and name and name.startswith("self.") and name.count(".") == 1:
                     out[name[5:]] = q
 
-    cls.visit(V())
+    fastwalk.visit(cls, V())
     return out

@@ -1,0 +1,139 @@
+"""A persistent cache of per-file results, keyed by content, tool and settings.
+
+Key: sha256 of (the source bytes, every source file of graphmend_lint, the libcst/fixit/Python
+versions, the settings). One JSON file per entry, written to a temporary name and renamed, so
+concurrent runs (pre-commit in parallel) never see half an entry. Only clean results are
+stored (no read or parse error), and only for files left unchanged by the run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from . import settings as settings_mod
+
+DIR_NAME = ".graphmend_cache"
+_PACKAGE = Path(__file__).resolve().parent
+
+
+class HasFix:
+    """Stands in for a finding's replacement node once it has left the process that made it."""
+
+    def __repr__(self) -> str:
+        return "<fix>"
+
+
+HAS_FIX = HasFix()
+
+
+def _tool_fingerprint() -> bytes:
+    h = hashlib.sha256()
+    for p in sorted(_PACKAGE.rglob("*.py")):
+        h.update(p.relative_to(_PACKAGE).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    for dist in ("libcst", "fixit"):
+        try:
+            h.update(f"{dist}={metadata.version(dist)};".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{dist}=?;".encode())
+    h.update(sys.version.encode())
+    return h.digest()
+
+
+def _settings_fingerprint(s: settings_mod.Settings) -> bytes:
+    fields = {f.name: getattr(s, f.name) for f in dataclasses.fields(s) if f.name != "root"}
+    return repr(sorted(fields.items())).encode()
+
+
+def portable(finding):
+    """A finding without libcst nodes (picklable, storable); `replacement` becomes HAS_FIX."""
+    return dataclasses.replace(finding, node=None,
+                               replacement=None if finding.replacement is None else HAS_FIX)
+
+
+def _encode(finding) -> dict:
+    out = {}
+    for f in dataclasses.fields(finding):
+        if f.name == "node":
+            continue
+        v = getattr(finding, f.name)
+        if f.name == "replacement":
+            v = v is not None
+        elif isinstance(v, enum.Enum):
+            v = v.value
+        elif isinstance(v, tuple):
+            v = list(v)
+        out[f.name] = v
+    return out
+
+
+def _decode(d: dict, finding_cls, safety_cls):
+    d = dict(d)
+    d["replacement"] = HAS_FIX if d.get("replacement") else None
+    d["safety"] = safety_cls(d["safety"])
+    if "fix_range" in d:
+        d["fix_range"] = tuple(d["fix_range"])
+    return finding_cls(**d)
+
+
+class Cache:
+    def __init__(self, directory: Path, s: settings_mod.Settings) -> None:
+        self.dir = directory / "v1"
+        self.prefix = hashlib.sha256(_tool_fingerprint() + _settings_fingerprint(s)).digest()
+
+    @classmethod
+    def for_settings(cls, s: settings_mod.Settings) -> "Cache":
+        """`$GRAPHMEND_CACHE_DIR`, else `.graphmend_cache/` next to the project's pyproject.toml,
+        else (no project) the user's cache folder: a plain folder of scripts is never written to."""
+        env = os.environ.get("GRAPHMEND_CACHE_DIR")
+        if env:
+            return cls(Path(env), s)
+        if s.root is not None:
+            return cls(s.root / DIR_NAME, s)
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return cls(Path(xdg) / "graphmend-lint", s)
+
+    def key(self, source: bytes) -> str:
+        return hashlib.sha256(self.prefix + source).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.dir / key[:2] / f"{key[2:]}.json"
+
+    def get(self, key: str) -> list | None:
+        """The stored findings (portable) or None."""
+        try:
+            data = json.loads(self._path(key).read_bytes())
+        except (OSError, ValueError):
+            return None
+        from .rules import base  # only when an entry exists: keeps the lookup cheap
+
+        try:
+            return [_decode(d, base.Finding, base.Safety) for d in data]
+        except (TypeError, ValueError, KeyError):
+            return None
+
+    def put(self, key: str, findings: list) -> None:
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            ignore = self.dir.parent / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# created by graphmend-lint\n*\n")
+            fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=path.parent)
+        except OSError:
+            return  # a cache that cannot be written is only slower
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump([_encode(f) for f in findings], fh)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)

@@ -1,0 +1,206 @@
+"""A read-only libcst traversal that skips libcst's node rebuilding.
+
+`libcst.CSTNode.visit` rebuilds every node it passes (`_visit_and_replace_children`),
+even for a read-only `CSTVisitor`; that is most of the cost of a lint run. `visit`
+here calls the same `on_visit`/`on_leave` hooks in the same order without rebuilding.
+The child order of each node class is read once from libcst's own
+`_visit_and_replace_children` source, so it follows the installed libcst.
+Visitors with attribute hooks (`visit_Call_func`), or node classes whose order cannot
+be read, fall back to libcst's own traversal. tests/test_speed_walk.py compares
+the event sequences with libcst's on real files.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import textwrap
+from typing import Callable
+
+import libcst as cst
+from libcst._batched_visitor import _BatchedCSTVisitor
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+_VISITS = {"visit_required", "visit_optional", "visit_sentinel", "visit_iterable", "visit_sequence",
+           "visit_body_iterable", "visit_body_sequence"}
+_ATTR_HOOK = re.compile(r"^(visit|leave)_[A-Z][A-Za-z]*_[a-z_]+$")
+_orders: dict[type, tuple[str, ...] | None] = {}
+
+
+def _read_order(cls: type) -> tuple[str, ...] | None:
+    """Field names in the order libcst visits them, or None when the source is not the usual shape."""
+    try:
+        src = textwrap.dedent(inspect.getsource(cls._visit_and_replace_children))
+        tree = ast.parse(src)
+    except (OSError, TypeError, SyntaxError):
+        return None
+    calls = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            name = n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", None)
+            if name in _VISITS:
+                if len(n.args) < 2 or not isinstance(n.args[1], ast.Constant):
+                    return None
+                calls.append((n.lineno, n.col_offset, n.args[1].value))
+            elif name == "visit":  # a direct `child.visit(visitor)`: not the usual shape
+                return None
+    fields: list[str] = []
+    for _, _, f in sorted(calls):
+        if f not in fields:
+            fields.append(f)
+    return tuple(fields)
+
+
+def order(cls: type) -> tuple[str, ...] | None:
+    if cls not in _orders:
+        _orders[cls] = _read_order(cls)
+    return _orders[cls]
+
+
+def _has_attribute_hooks(visitor: object) -> bool:
+    methods = getattr(visitor, "visitor_methods", None)  # libcst's batched visitor
+    if isinstance(methods, dict):
+        return any(_ATTR_HOOK.match(n) for n in methods)
+    for klass in type(visitor).__mro__:  # libcst's own classes only define empty hooks
+        if not klass.__module__.startswith("libcst") and any(
+                _ATTR_HOOK.match(n) or n in ("on_visit_attribute", "on_leave_attribute") for n in vars(klass)):
+            return True
+    return False
+
+
+_MISSING = object()
+_is_node: dict[type, bool] = {}
+
+
+def _walk(root: cst.CSTNode, on_visit: Callable, on_leave: Callable, visitor: cst.CSTVisitor) -> None:
+    orders, is_node = _orders, _is_node
+
+    def walk(node: cst.CSTNode) -> None:
+        fields = orders.get(node.__class__, _MISSING)
+        if fields is _MISSING:
+            fields = order(node.__class__)
+        if fields is None:
+            node.visit(visitor)  # libcst's own traversal for this subtree
+            return
+        if on_visit(node):
+            for f in fields:
+                v = getattr(node, f)
+                t = v.__class__
+                if t is tuple or t is list:
+                    for c in v:
+                        walk(c)
+                else:
+                    known = is_node.get(t)
+                    if known is None:
+                        known = is_node[t] = issubclass(t, cst.CSTNode)
+                    if known:
+                        walk(v)
+        on_leave(node)
+
+    walk(root)
+
+
+def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """`node.visit(visitor)` for a read-only CSTVisitor, without rebuilding nodes."""
+    if not isinstance(visitor, cst.CSTVisitor) or _has_attribute_hooks(visitor):
+        node.visit(visitor)
+        return
+    _walk(node, visitor.on_visit, visitor.on_leave, visitor)
+
+
+def parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
+    """The same mapping as libcst's ParentNodeProvider (child -> parent)."""
+    out: dict[cst.CSTNode, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = []
+
+    class _P(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if stack:
+                out[node] = stack[-1]
+            stack.append(node)
+            return True
+
+        def on_leave(self, node: cst.CSTNode) -> None:
+            stack.pop()
+
+    visit(module, _P())
+    return out
+
+
+class _LazyPositions:
+    """PositionProvider's mapping, computed on first use (most files have no finding)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._map = None
+
+    def _get(self):
+        if self._map is None:
+            self._map = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return self._map
+
+    def __getitem__(self, node: cst.CSTNode):
+        return self._get()[node]
+
+    def get(self, node: cst.CSTNode, default=None):
+        return self._get().get(node, default)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._get()
+
+
+_visitor_names: dict[type, list[str]] = {}
+
+
+def _visitor_methods(v: object) -> dict[str, Callable]:
+    """What libcst's `get_visitors()` returns, with the (slow) member scan done once per class."""
+    names = _visitor_names.get(type(v))
+    if names is None:
+        names = _visitor_names[type(v)] = [
+            name for name, _ in inspect.getmembers(v, lambda m: inspect.ismethod(m) and (
+                m.__name__.startswith("visit_") or m.__name__.startswith("leave_"))
+                and not getattr(m, "_is_no_op", False))]
+    return {name: getattr(v, name) for name in names}
+
+
+def visit_batched(module: cst.Module, visitors: list) -> None:
+    """`MetadataWrapper(module).visit_batched(visitors)` with cheaper metadata and dispatch.
+
+    Parents come from the fast walk, positions are computed only when asked for.
+    Visitors that need any other provider, or use attribute hooks, take libcst's path.
+    """
+    deps = set().union(*(v.get_inherited_dependencies() for v in visitors)) if visitors else set()
+    methods: dict[str, list[Callable]] = {}
+    for v in visitors:
+        for name, fn in _visitor_methods(v).items():
+            methods.setdefault(name, []).append(fn)
+    if not deps <= {ParentNodeProvider, PositionProvider} or any(_ATTR_HOOK.match(n) for n in methods):
+        MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(visitors)
+        return
+    metadata = {ParentNodeProvider: parents(module) if ParentNodeProvider in deps else {},
+                PositionProvider: _LazyPositions(module)}
+    for v in visitors:
+        v.metadata = {k: metadata[k] for k in v.get_inherited_dependencies()}
+    on_visit_of: dict[type, list[Callable]] = {}
+    on_leave_of: dict[type, list[Callable]] = {}
+
+    def on_visit(node: cst.CSTNode) -> bool:
+        fns = on_visit_of.get(node.__class__)
+        if fns is None:
+            fns = on_visit_of[node.__class__] = methods.get(f"visit_{node.__class__.__name__}", [])
+        for fn in fns:
+            fn(node)
+        return True  # like libcst's batched visitor: children are always visited
+
+    def on_leave(node: cst.CSTNode) -> None:
+        fns = on_leave_of.get(node.__class__)
+        if fns is None:
+            fns = on_leave_of[node.__class__] = methods.get(f"leave_{node.__class__.__name__}", [])
+        for fn in fns:
+            fn(node)
+
+    try:
+        _walk(module, on_visit, on_leave, _BatchedCSTVisitor(methods))
+    finally:
+        for v in visitors:
+            v.metadata = {}

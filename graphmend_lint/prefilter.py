@@ -1,0 +1,47 @@
+"""Skip files that cannot produce a finding, before libcst parses them.
+
+Every rule reports only inside compiled code (`GraphMendRule.compiled_function`), and in the
+default `compiled-scope = "reachable"` compiled code needs a root (analysis/scope.py):
+  - a `forward` method of a class with a base (an nn.Module), or
+  - a function decorated with, or passed to, one of `scope.COMPILE_FUNCS` (qualified through
+    the file's torch imports, so the file contains "torch" and the name's last part).
+A file with neither cannot have compiled code, so no rule can fire there: it is not parsed by
+libcst. The test is a superset of scope.py's roots (any class with any base counts), read from
+Python's own `ast` tree that the runner already builds to validate the file. tests/test_speed_*.py
+check that every rule's INVALID examples and every fixture pass this filter.
+If scope.py gains a new kind of root, add it here.
+"""
+from __future__ import annotations
+
+import ast
+
+from .analysis import scope
+
+ENABLED = True  # `graphmend-lint check --no-prefilter` turns it off
+
+
+def _needles() -> list[bytes]:
+    return sorted({q.rsplit(".", 1)[-1].encode() for q in scope.COMPILE_FUNCS})
+
+
+def _has_forward_method(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.bases:
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner.name == "forward":
+                    return True
+    return False
+
+
+def may_have_findings(source: bytes, compiled_scope: str, tree: ast.AST | None = None) -> bool:
+    """False only when no rule can report anything in `source` (it has no compiled code)."""
+    if not ENABLED or compiled_scope != "reachable":
+        return True
+    if b"torch" in source and any(n in source for n in _needles()):
+        return True
+    if b"forward" not in source:
+        return False
+    try:
+        return _has_forward_method(tree if tree is not None else ast.parse(source))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return True  # let libcst report what is wrong

@@ -1,0 +1,193 @@
+"""Lint speed: graphmend-lint vs `fixit --rules graphmend_lint lint`, same rules, same files.
+
+    python perf/lint_speed.py [--tree DIR] [--sample 200] [--seed 0] [--jobs 2]
+
+Our CLI lints the whole tree (default: the installed `transformers` package) cold (empty cache),
+warm (unchanged files) and cold without the cache on the Fixit sample; Fixit lints a fixed, seeded
+sample of files. Both run from an empty folder on a frozen copy of graphmend_lint (so edits made
+meanwhile do not count), with default settings. The findings on the sample must be identical
+(path, line, 0-based column, rule, message): the script exits 1 otherwise. Wall, CPU (user+sys of
+the whole process tree), files/s and peak memory (sum of the tree's RSS, sampled) are printed and
+written to perf/results/lint_speed/results.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "perf/results/lint_speed"
+FIXIT_ROW = re.compile(r"(.+?)@(\d+):(\d+) (\w+): (.*?)(?: \(has autofix\))?$")
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def _tree_rss(pid: int) -> int:
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as fh:
+                total += next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) * 1024
+        except (OSError, StopIteration):
+            continue
+        todo.extend(_children(p))
+    return total
+
+
+def timed(cmd: list[str], cwd: Path, env: dict) -> dict:
+    """Run `cmd`; wall, CPU of the whole process tree, peak summed RSS, stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak = [0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            time.sleep(0.25)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    sampler.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mb": round(peak[0] / 2**20, 1),
+            "returncode": proc.returncode, "stdout": out.decode(), "stderr": err.decode()}
+
+
+def ours_rows(stdout: str) -> set[tuple]:
+    return {(str(Path(d["filename"]).resolve()), d["location"]["row"], d["location"]["column"] - 1,
+             d["name"], d["message"]) for d in json.loads(stdout or "[]")}
+
+
+def fixit_rows(stdout: str) -> set[tuple]:
+    rows = set()
+    for line in stdout.splitlines():
+        m = FIXIT_ROW.match(line)
+        if m:
+            rows.add((str(Path(m[1]).resolve()), int(m[2]), int(m[3]), m[4], m[5]))
+    return rows
+
+
+def summary(name: str, r: dict, files: int) -> dict:
+    keep = {k: v for k, v in r.items() if k not in ("stdout", "stderr")}
+    keep["files"] = files
+    keep["files_per_s"] = round(files / r["wall_s"], 1) if r["wall_s"] else None
+    keep["files_per_cpu_s"] = round(files / r["cpu_s"], 1) if r["cpu_s"] else None
+    print(f"{name:34s} {files:5d} files  wall {r['wall_s']:8.2f} s  cpu {r['cpu_s']:8.2f} s  "
+          f"{keep['files_per_s']:8.1f} files/s  peak {r['peak_rss_mb']:7.1f} MB  rc {r['returncode']}")
+    return keep
+
+
+def main() -> int:
+    import transformers  # noqa: F401  (only to locate the default tree)
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tree", type=Path, default=Path(transformers.__file__).parent)
+    ap.add_argument("--sample", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=OUT / "results.json")
+    args = ap.parse_args()
+
+    tree = args.tree.resolve()
+    files = sorted(str(p) for p in tree.rglob("*.py") if p.is_file())
+    lines = sum(Path(f).read_bytes().count(b"\n") for f in files)
+    sample = sorted(random.Random(args.seed).sample(files, min(args.sample, len(files))))
+
+    with tempfile.TemporaryDirectory(prefix="gm-lint-speed-") as tmp:
+        tmp = Path(tmp)
+        snap = tmp / "code"
+        shutil.copytree(ROOT / "graphmend_lint", snap / "graphmend_lint",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        work = tmp / "work"
+        work.mkdir()
+        env = {**os.environ, "PYTHONPATH": str(snap), "GRAPHMEND_CACHE_DIR": str(tmp / "cache"),
+               "OMP_NUM_THREADS": "1"}
+        ours = [sys.executable, "-m", "graphmend_lint", "check", "--output-format", "json", "--exit-zero",
+                "-q", "-j", str(args.jobs)]
+        print(f"tree {tree} ({len(files)} files, {lines} lines); Fixit sample {len(sample)} files, seed {args.seed}")
+        print(f"load average before: {os.getloadavg()}")
+        runs = {}
+        cold = timed([*ours, str(tree)], work, env)
+        runs["ours_tree_cold"] = summary("graphmend-lint tree, cold", cold, len(files))
+        warm = timed([*ours, str(tree)], work, env)
+        runs["ours_tree_warm"] = summary("graphmend-lint tree, warm", warm, len(files))
+        nocache = timed([*ours, "--no-cache", *sample], work, env)
+        runs["ours_sample_no_cache"] = summary("graphmend-lint sample, no cache", nocache, len(sample))
+        fixit = timed([sys.executable, "-m", "fixit", "--rules", "graphmend_lint", "lint", *sample], work, env)
+        runs["fixit_sample"] = summary("fixit lint sample", fixit, len(sample))
+        print(f"load average after: {os.getloadavg()}")
+
+        tree_rows = ours_rows(cold["stdout"])
+        same_warm = tree_rows == ours_rows(warm["stdout"])
+        in_sample = set(sample)
+        ours_on_sample = {r for r in tree_rows if r[0] in in_sample}
+        theirs = fixit_rows(fixit["stdout"])
+        fixit_errors = [line for line in (fixit["stdout"] + fixit["stderr"]).splitlines()
+                        if "EXCEPTION" in line or "Traceback" in line]
+        equal = ours_on_sample == theirs and ours_rows(nocache["stdout"]) == theirs
+        ratio_sample = fixit["wall_s"] / nocache["wall_s"]
+        fixit_fps = len(sample) / fixit["wall_s"]
+        ratio_tree = (len(files) / fixit_fps) / cold["wall_s"]
+        print(f"findings: tree {len(tree_rows)}, sample ours {len(ours_on_sample)}, sample fixit {len(theirs)}, "
+              f"identical: {equal}; warm == cold: {same_warm}")
+        print(f"speed-up on the sample (fixit wall / ours wall, no cache): {ratio_sample:.1f}x")
+        print(f"speed-up on the tree (fixit's files/s extrapolated / ours cold): {ratio_tree:.1f}x")
+        for r in sorted(ours_on_sample ^ theirs)[:20]:
+            print("  only in", "ours " if r in ours_on_sample else "fixit", r)
+
+        import libcst
+        from importlib import metadata
+
+        result = {
+            "tree": str(tree), "tree_files": len(files), "tree_lines": lines,
+            "transformers": metadata.version("transformers"), "libcst": metadata.version("libcst"),
+            "fixit": metadata.version("fixit"), "python": platform.python_version(),
+            "cpus": os.cpu_count(), "jobs": args.jobs, "seed": args.seed, "sample_files": len(sample),
+            "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                                     text=True).stdout.strip(),
+            "rules": subprocess.run([sys.executable, "-m", "graphmend_lint", "rule", "--all"], cwd=work, env=env,
+                                    capture_output=True, text=True).stdout.count("\n"),
+            "runs": runs,
+            "findings": {"tree": len(tree_rows), "sample_ours": len(ours_on_sample), "sample_fixit": len(theirs),
+                         "identical_on_sample": equal, "warm_equals_cold": same_warm,
+                         "fixit_exceptions": fixit_errors[:10]},
+            "speedup": {"sample_wall": round(ratio_sample, 1), "tree_wall_extrapolated": round(ratio_tree, 1)},
+            "load_average_after": os.getloadavg(),
+            "libcst_module": libcst.__file__,
+        }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0 if equal and same_warm and not fixit_errors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

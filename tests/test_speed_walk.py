@@ -1,0 +1,139 @@
+"""fastwalk gives exactly libcst's traversal, parent map and batched-visit results."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, ParentNodeProvider
+
+from graphmend_lint import engine, fastwalk, settings
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = sorted(p for p in (ROOT / "tests/fixtures").rglob("*.py"))
+SOURCES = sorted((ROOT / "graphmend_lint").rglob("*.py"))
+
+# Syntax the fixtures may not have: every statement and expression kind libcst knows.
+ZOO = '''
+from __future__ import annotations
+import a.b as c, d
+from .x import (y as z, w)
+from e import *
+@dec(1)
+@other.attr
+async def f(a, /, b: int = 1, *args, c, d=2, **kw) -> "T":
+    global g
+    async with x as (p, q), y:
+        await z
+    async for i in aiter():
+        yield i
+    yield from gen()
+    def inner():
+        nonlocal a
+    return [i async for i in x if i], {k: v for k, v in d.items()}, {s for s in t}, (g for g in h)
+class C(B, metaclass=M):
+    x: int = 1
+    def m(self): return lambda a, *, b=1: (a, b)
+try:
+    pass
+except* ValueError as e:
+    raise RuntimeError("x") from e
+try:
+    a[1:2:3, ...] = b @ c
+except (A, B):
+    pass
+else:
+    del x
+finally:
+    assert x, "m"
+while (n := n - 1) > 0 and not done or x is not None:
+    break
+else:
+    continue_ = 1
+for i, (j, *k) in enumerate(z):
+    continue
+match command:
+    case [x, *rest] if x > 0:
+        pass
+    case {"k": v, **kw}:
+        pass
+    case Point(x=0, y=_) | None:
+        pass
+    case str() as s:
+        pass
+    case _:
+        pass
+s = f"{x!r:>{w}} {y=}" "implicit" + rb"raw" + u"u"
+t = x if y else -z ** ~w // 2 % 3 << 1 >> 2 & 3 | 4 ^ 5
+u = {**a, "b": 1}, [*b], print(*a, **k, sep=""), x[::], 1j, 0x1F, 1_000.5e-3
+v += 1; v -= 1; v *= 2; v /= 2; v //= 2; v %= 2; v **= 2; v >>= 1; v <<= 1; v &= 1; v |= 1; v ^= 1; v @= m
+with open(p) as fh, lock: pass
+if a: pass
+elif b: pass
+else: pass
+'''
+
+
+class Recorder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.events: list = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.events.append(("visit", id(node)))
+        return not isinstance(node, cst.Lambda)  # a subtree skipped, as a visitor may do
+
+    def on_leave(self, node: cst.CSTNode) -> None:
+        self.events.append(("leave", id(node)))
+
+
+def _modules():
+    yield "zoo", cst.parse_module(ZOO)
+    for p in FIXTURES + SOURCES:
+        yield p.name, cst.parse_module(p.read_bytes())
+
+
+@pytest.mark.parametrize("name,module", list(_modules()), ids=lambda v: v if isinstance(v, str) else "")
+def test_same_events_and_parents(name, module):
+    theirs, ours = Recorder(), Recorder()
+    module.visit(theirs)
+    fastwalk.visit(module, ours)
+    assert ours.events == theirs.events
+    assert fastwalk.parents(module) == dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider))
+
+
+def test_every_node_class_has_a_readable_order():
+    classes = [c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, cst.CSTNode)
+               and not getattr(c, "__abstractmethods__", None)]
+    assert len(classes) > 150
+    assert [c.__name__ for c in classes if fastwalk.order(c) is None] == []
+
+
+def test_attribute_hooks_fall_back_to_libcst():
+    seen: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call_func(self, node: cst.Call) -> None:
+            seen.append("func")
+
+    fastwalk.visit(cst.parse_module("f(g(x))\n"), V())
+    assert seen == ["func", "func"]
+
+
+def _fix_code(rep) -> str | None:
+    if isinstance(rep, cst.FlattenSentinel):
+        return "|".join(_fix_code(n) for n in rep.nodes)
+    return cst.Module([]).code_for_node(rep) if isinstance(rep, cst.CSTNode) else repr(rep)
+
+
+def test_batched_rules_find_what_metadata_wrapper_finds():
+    s = settings.Settings(can_add_imports=True)
+    for p in FIXTURES:
+        module = cst.parse_module(p.read_bytes())
+        with settings.use(s):
+            instances = [r() for r in engine.selected_rules(s)]
+            MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(instances)
+        theirs = sorted((f.line, f.col, f.end_line, f.end_col, f.code, f.message, f.safety, f.fix_range,
+                         _fix_code(f.replacement)) for r in instances for f in r.findings)
+        ours = sorted((f.line, f.col, f.end_line, f.end_col, f.code, f.message, f.safety, f.fix_range,
+                       _fix_code(f.replacement)) for f in engine.lint_module(module, s))
+        assert ours == theirs, p
