@@ -1,0 +1,164 @@
+"""The fast paths (workers, cache, pre-filter) change nothing: same findings as a serial,
+uncached, unfiltered run and as Fixit; the cache invalidates on content, settings and code."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from graphmend_lint import cache, prefilter, settings
+from graphmend_lint.cli import main
+from graphmend_lint.rules import ALL_RULES
+
+ROOT = Path(__file__).resolve().parents[1]
+ORIGINALS = sorted(p for p in (ROOT / "tests/fixtures").rglob("*.py") if not p.name.endswith(".fixed.py"))
+JSON = ["check", ".", "--output-format", "json", "--exit-zero"]
+PRINTING = """\
+import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        print(x)
+        return x
+"""
+
+
+def run(args: list[str], cwd: Path, capsys, monkeypatch) -> list[dict]:
+    monkeypatch.chdir(cwd)
+    assert main(args) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture()
+def fixtures(tmp_path):
+    work = tmp_path / "fx"
+    for p in ORIGINALS:
+        target = work / p.relative_to(ROOT / "tests/fixtures")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p, target)
+    (work / "pyproject.toml").write_text("[tool.graphmend]\n")
+    return work
+
+
+def test_workers_cache_and_prefilter_change_nothing(fixtures, capsys, monkeypatch):
+    serial = run([*JSON, "--no-cache", "--no-prefilter", "-j", "1"], fixtures, capsys, monkeypatch)
+    assert not (fixtures / ".graphmend_cache").exists()
+    cold = run([*JSON, "-j", "2"], fixtures, capsys, monkeypatch)
+    entries = list((fixtures / ".graphmend_cache").rglob("*.json"))
+    assert len(entries) == len(ORIGINALS)  # every clean file stored
+    warm = run([*JSON, "-j", "2"], fixtures, capsys, monkeypatch)
+    assert serial == cold == warm
+    assert {d["code"][:3] for d in serial} >= {"GM1", "GM2", "GM3", "GM9"}
+    for case in [p for p in ORIGINALS if p.name.startswith("invalid_")]:
+        code = case.parent.name
+        assert any(d["code"] == code and Path(d["filename"]).name == case.name for d in warm), case
+
+
+@pytest.mark.slow
+def test_fixit_finds_the_same_on_the_fixtures(fixtures, capsys, monkeypatch):
+    ours = {(Path(d["filename"]).as_posix(), d["location"]["row"], d["location"]["column"] - 1, d["name"],
+             d["message"]) for d in run([*JSON, "-j", "2"], fixtures, capsys, monkeypatch)}
+    proc = subprocess.run([sys.executable, "-m", "fixit", "--rules", "graphmend_lint", "lint", "."],
+                          cwd=fixtures, capture_output=True, text=True)
+    assert "EXCEPTION" not in proc.stdout + proc.stderr
+    theirs = set()
+    for line in proc.stdout.splitlines():
+        m = re.match(r"(.+?)@(\d+):(\d+) (\w+): (.*?)(?: \(has autofix\))?$", line)
+        if m:
+            theirs.add((Path(m[1]).as_posix(), int(m[2]), int(m[3]), m[4], m[5]))
+    assert ours == theirs and len(ours) >= len([p for p in ORIGINALS if p.name.startswith("invalid_")])
+
+
+def test_cache_follows_the_content(tmp_path, capsys, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[tool.graphmend]\n")
+    m = tmp_path / "m.py"
+    m.write_text(PRINTING)
+    assert [d["code"] for d in run(JSON, tmp_path, capsys, monkeypatch)] == ["GM201"]
+    m.write_text(PRINTING.replace("print(x)", "y = x"))
+    assert run(JSON, tmp_path, capsys, monkeypatch) == []
+    m.write_text(PRINTING.replace("print(x)", "print(x)\n        print(x)"))
+    assert [d["code"] for d in run(JSON, tmp_path, capsys, monkeypatch)] == ["GM201", "GM201"]
+    assert len(list((tmp_path / ".graphmend_cache").rglob("*.json"))) == 3
+    m.write_text(PRINTING)  # back to the first content: served from the cache, same answer
+    assert [d["code"] for d in run(JSON, tmp_path, capsys, monkeypatch)] == ["GM201"]
+    assert len(list((tmp_path / ".graphmend_cache").rglob("*.json"))) == 3
+
+
+def test_cache_follows_the_settings(tmp_path, capsys, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[tool.graphmend]\n")
+    (tmp_path / "m.py").write_text(PRINTING)
+    assert [d["code"] for d in run(JSON, tmp_path, capsys, monkeypatch)] == ["GM201"]
+    assert run([*JSON, "--select", "GM9"], tmp_path, capsys, monkeypatch) == []
+    assert run([*JSON, "--ignore", "GM2"], tmp_path, capsys, monkeypatch) == []
+    (tmp_path / "pyproject.toml").write_text('[tool.graphmend]\nignore = ["GM201"]\n')
+    assert run(JSON, tmp_path, capsys, monkeypatch) == []
+    (tmp_path / "pyproject.toml").write_text("[tool.graphmend]\n")
+    assert [d["code"] for d in run(JSON, tmp_path, capsys, monkeypatch)] == ["GM201"]
+    base = settings.Settings()
+    keys = {cache.Cache(tmp_path, s).key(b"x") for s in (
+        base, settings.Settings(unsafe_fixes=True), settings.Settings(compiled_scope="all"),
+        settings.Settings(select=("GM1",)), settings.Settings(log_strategy="defer"))}
+    assert len(keys) == 5
+    assert cache.Cache(tmp_path, base).key(b"x") == cache.Cache(tmp_path / "other", base).key(b"x")
+
+
+def test_cache_follows_the_code(tmp_path, monkeypatch):
+    before = cache.Cache(tmp_path, settings.Settings()).key(b"x")
+    monkeypatch.setattr(cache, "_tool_fingerprint", lambda: b"another version of the rules")
+    assert cache.Cache(tmp_path, settings.Settings()).key(b"x") != before
+
+
+def test_fix_is_applied_even_when_the_findings_are_cached(tmp_path, capsys, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[tool.graphmend]\n")
+    m = tmp_path / "m.py"
+    m.write_text(PRINTING)
+    run(JSON, tmp_path, capsys, monkeypatch)  # warm the cache
+    monkeypatch.chdir(tmp_path)
+    main(["check", ".", "--fix", "-q"])
+    capsys.readouterr()
+    assert "is_compiling()" in m.read_text()
+    assert run(JSON, tmp_path, capsys, monkeypatch) == []
+
+
+def test_concurrent_writers_leave_whole_entries(tmp_path):
+    c = cache.Cache(tmp_path, settings.Settings())
+    key = c.key(PRINTING.encode())
+    from graphmend_lint.rules import base
+
+    finding = base.Finding("GM201", "PrintInCompiledCode", 6, 8, 6, 16, "m", base.Safety.SAFE)
+    threads = [threading.Thread(target=lambda: [c.put(key, [finding] * 50) for _ in range(20)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = c.get(key)
+    assert got is not None and len(got) == 50 and got[0].line == 6 and got[0].safety is base.Safety.SAFE
+    assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".tmp")]
+
+
+def test_prefilter_keeps_every_rule_example_and_fixture():
+    for rule in ALL_RULES:
+        for case in rule.INVALID:
+            assert prefilter.may_have_findings(textwrap.dedent(case.code).encode(), "reachable"), rule.CODE
+    for p in ORIGINALS:
+        if p.name.startswith("invalid_"):
+            assert prefilter.may_have_findings(p.read_bytes(), "reachable"), p
+
+
+def test_prefilter_skips_only_files_without_compiled_code():
+    skip = [b"def f(x):\n    print(x)\n", b"import torch\nclass A:\n    def forward(self, x):\n        print(x)\n",
+            b"x = 'forward torch'\n"]
+    keep = [PRINTING.encode(), b"import torch\n@torch.compile\ndef f(x):\n    print(x)\n",
+            b"import torch as t\ng = t.compile(f)\n", b"from torch._dynamo import optimize\n",
+            b"class A(B):\n    if X:\n        def forward(self, x):\n            print(x)\n"]
+    assert [prefilter.may_have_findings(s, "reachable") for s in skip] == [False] * len(skip)
+    assert all(prefilter.may_have_findings(s, "reachable") for s in keep)
+    assert all(prefilter.may_have_findings(s, "all") for s in skip)
