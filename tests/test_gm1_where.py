@@ -139,17 +139,29 @@ def test_fp16_clamp_fix_on_nan_and_inf_inputs():
 
 
 def test_sqrt_trap_unsafe_fix_gives_nan_gradients():
-    """Why GM101 refuses to call this fix safe: the untaken sqrt branch poisons the gradient."""
-    case = FIXTURES / "GM101" / "invalid_sqrt_under_autograd.py"
+    """Why an `elif` chain with sqrt stays unsafe: the untaken sqrt branch poisons the gradient."""
+    case = FIXTURES / "GM101" / "invalid_sqrt_in_elif_chain.py"
     unsafe = _fixed(case, ".unsafe.fixed.py")
     assert unsafe is not None and _fixed(case, ".fixed.py") is None
     orig, _ = _build(case, "sqrt_o")
     fixed, _ = _build(unsafe, "sqrt_f")
-    x = torch.tensor([[0.5, -0.5, 1.0, 0.0]], requires_grad=True)  # min <= 0: branch not taken
+    x = torch.tensor([[0.5, -0.5, 1.0, -1.0]], requires_grad=True)  # mean 0: no branch taken
     o, f = observe(orig, (x,)), observe(fixed, (x,))
     assert torch.equal(o.output, f.output)
     assert all(torch.isfinite(g).all() for g in o.grads)
     assert not all(torch.isfinite(g).all() for g in f.grads)
+
+
+def test_double_where_keeps_sqrt_gradients_exact():
+    """With one condition the fix guards sqrt's input (`torch.where(c, h, 1.0)`): safe."""
+    case = FIXTURES / "GM101" / "invalid_sqrt_under_autograd.py"
+    assert "torch.sqrt(torch.where(h.min() > 0, h, 1.0))" in _fixed(case, ".fixed.py").read_text(encoding="utf-8")
+    orig, _ = _build(case, "dw_o")
+    fixed, _ = _build(_fixed(case, ".fixed.py"), "dw_f")
+    for x in (torch.tensor([[0.5, -0.5, 1.0, 0.0]]), torch.tensor([[0.5, 0.25, 1.0, 4.0]])):
+        o, f = observe(orig, (x.requires_grad_(),)), observe(fixed, (x,))
+        assert torch.equal(o.output, f.output) and all(torch.equal(a, b) for a, b in zip(o.grads, f.grads))
+        assert all(torch.isfinite(g).all() for g in f.grads)
 
 
 def test_shape_trap_unsafe_fix_broadcasts():

@@ -177,6 +177,19 @@ def _ancestors(rule, node):
     return context.ancestors(node, rule.parent)
 
 
+def _pairs(prover: _where.Prover, v: Verdict, values: list, conds: list) -> list:
+    """Prove every value against the first; with one condition, apply the double-where guard."""
+    single = len(values) == 2 and len(conds) == 1
+    for other in values[1:]:
+        pv = prover.pair(values[0], other, can_guard=single)
+        v.add(pv)
+        if single and pv.guard:
+            base, on_true, on_false = pv.guard
+            values = [_where.guarded(prover, values[0], base, conds[0], True) if on_true else values[0],
+                      _where.guarded(prover, values[1], base, conds[0], False) if on_false else values[1]]
+    return values
+
+
 def _line(small: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
     return cst.SimpleStatementLine(body=[small])
 
@@ -314,9 +327,7 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
             columns = [tuple(rets)]
         outs = []
         for col in columns:
-            for other in col[1:]:
-                v.add(prover.pair(col[0], other))
-            outs.append(choose(list(col)))
+            outs.append(choose(_pairs(prover, v, list(col), conds)))
         if v.refuse:
             return v, None
         value = outs[0] if not tuples else cst.Tuple([cst.Element(o) for o in outs], lpar=[], rpar=[])
@@ -332,8 +343,7 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
             if any(isinstance(val, cst.Name) and val.value == r for val in values) and not _bound_before(rule, node, prover.func, r):
                 v.refuse = f"`{r}` is not set in every branch and not provably bound before the `if`"
                 return v, None
-            for other in values[1:]:
-                v.add(prover.pair(values[0], other))
+            values = _pairs(prover, v, values, conds)
             if r in after.mutated:
                 v.missing.append(f"`{r}` is modified in place later (`{after.mutated[r]}`): the `if` kept the very "
                                  "same tensor object when the branch was not taken, torch.where makes a new one")

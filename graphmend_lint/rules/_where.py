@@ -26,10 +26,14 @@ SYMBOLS = {"Add": "`+`", "Subtract": "`-`", "Multiply": "`*`", "Divide": "`/`", 
 class Verdict:
     refuse: str | None = None
     missing: list[str] = field(default_factory=list)
+    # double where: (base name, guard side a, guard side b) -- the side's base is replaced by
+    # torch.where(c, base, 1.0) so its untaken evaluation has finite derivatives
+    guard: tuple[str, bool, bool] | None = None
 
     def add(self, other: "Verdict") -> "Verdict":
         if self.refuse is None:
             self.refuse = other.refuse
+        self.guard = self.guard or other.guard
         for m in other.missing:
             if m not in self.missing:
                 self.missing.append(m)
@@ -126,6 +130,35 @@ def comma_args(*values: cst.BaseExpression) -> list[cst.Arg]:
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(values) - 1 else cst.MaybeSentinel.DEFAULT
         args.append(cst.Arg(v, comma=comma))
     return args
+
+
+class _Rename(cst.CSTTransformer):
+    def __init__(self, name: str, new: cst.BaseExpression) -> None:
+        self.name, self.new = name, new
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        return self.new if original.value == self.name else updated
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return True
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        return updated.with_changes(attr=original.attr)  # never rename attribute names
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        return True
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return updated.with_changes(keyword=original.keyword)  # never rename keywords
+
+
+def guarded(prover: "Prover", value: cst.BaseExpression, base: str, cond: cst.BaseExpression,
+            taken_when_true: bool) -> cst.BaseExpression:
+    """`sqrt(h)` -> `sqrt(torch.where(c, h, 1.0))`: same values where taken, finite gradients elsewhere."""
+    one = cst.Float("1.0")
+    inner = prover.call("torch.where", cond, cst.Name(base), one) if taken_when_true else \
+        prover.call("torch.where", cond, one, cst.Name(base))
+    return value.visit(_Rename(base, inner))
 
 
 def strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -454,8 +487,11 @@ class Prover:
         node.visit(V())
         return found
 
-    def pair(self, a: cst.BaseExpression, b: cst.BaseExpression) -> Verdict:
-        """Can `torch.where(c, a, b)` stand for `a if c else b`?"""
+    def pair(self, a: cst.BaseExpression, b: cst.BaseExpression, can_guard: bool = False) -> Verdict:
+        """Can `torch.where(c, a, b)` stand for `a if c else b`?
+
+        `can_guard`: the caller can apply the double-where guard (`v.guard`) for ops whose derivative
+        is infinite somewhere (one condition only)."""
         v = Verdict()
         for side in (a, b):
             val = self.ff.value(side)
@@ -482,6 +518,10 @@ class Prover:
                 ops = ", ".join(dict.fromkeys(ca.ops + cb.ops))
                 v.missing.append(f"`{ca.base}` is not provably floating (needed for {ops} to keep its dtype)")
             bad = ca.bad_grad + cb.bad_grad
+            if bad and not self.grad_off and can_guard and "`detach`" not in bad:
+                # every such op has a finite derivative at 1.0 (tests/test_gm1_tables.py)
+                v.guard = (ca.base, bool(ca.bad_grad), bool(cb.bad_grad))
+                bad = []
         else:
             v.missing.append("the two branch values are not provably of the same shape and dtype "
                              "(torch.where broadcasts and promotes silently)")

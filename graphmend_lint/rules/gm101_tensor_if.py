@@ -54,7 +54,11 @@ class TensorIfRule(base.GraphMendRule):
       or `elif`) is free of side effects and cannot raise (no indexing, no calls of modules or user
       functions, `torch.finfo` only on a proven floating dtype, no division by a possible zero);
     - every op has a finite derivative everywhere, or the code runs under `no_grad` /
-      `inference_mode`: `torch.where(c, sqrt(x), x)` gives NaN gradients where `if` gave none;
+      `inference_mode`: `torch.where(c, sqrt(x), x)` gives NaN gradients where `if` gave none.
+      With a single condition the fix instead guards the input of such ops ("double where":
+      `torch.where(c, torch.sqrt(torch.where(c, x, 1.0)), x)`), which gives bit-identical values and
+      gradients (measured for every such op in the table, float32 and float16); in `elif` chains the
+      fix stays unsafe;
     - the assigned name is not modified in place later (`if` kept the same tensor object when the
       branch was not taken; `torch.where` makes a new one).
     When one of these cannot be proved the fix is unsafe (applied with `--unsafe-fixes`) and the
@@ -175,5 +179,6 @@ class TensorIfRule(base.GraphMendRule):
             self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing)}", at=at,
                       replacement=replacement, safety=base.Safety.UNSAFE, needs_torch_import=prover.imports)
             return
-        self.flag(node, f"{self.MESSAGE}; fix: torch.where", at=at, replacement=replacement,
+        how = " (double where: exact gradients)" if verdict.guard else ""
+        self.flag(node, f"{self.MESSAGE}; fix: torch.where{how}", at=at, replacement=replacement,
                   safety=base.Safety.SAFE, needs_torch_import=prover.imports)

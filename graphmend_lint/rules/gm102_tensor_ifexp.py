@@ -32,7 +32,10 @@ class TensorIfExpRule(base.GraphMendRule):
     The same proofs as GM101: safe only when the test is a 0-d tensor, both values are tensors of
     provably the same shape and dtype (the same name or shape- and dtype-keeping ops of it with Python
     numbers), both values are free of side effects and cannot raise (both are now computed), and every
-    op has a finite derivative everywhere or the code runs under `no_grad`/`inference_mode`.
+    op has a finite derivative everywhere, or the code runs under `no_grad`/`inference_mode`, or the
+    input of the ops with an infinite derivative somewhere (`sqrt`, `log`, ...) can be guarded
+    ("double where": `torch.where(c, torch.log(torch.where(c, h, 1.0)), h)`, bit-identical values
+    and gradients).
     Otherwise the fix is unsafe and the message says which proof is missing.
 
     ## When no fix is offered
@@ -108,17 +111,23 @@ class TensorIfExpRule(base.GraphMendRule):
             return
         prover = _where.Prover(self, node, func)
         cond, verdict = prover.condition(node.test)
+        body, orelse = node.body, node.orelse
         if cond is not None:
-            verdict.add(prover.pair(node.body, node.orelse))
+            verdict.add(prover.pair(body, orelse, can_guard=True))
+            if verdict.guard:
+                name, on_true, on_false = verdict.guard
+                body = _where.guarded(prover, body, name, cond, True) if on_true else body
+                orelse = _where.guarded(prover, orelse, name, cond, False) if on_false else orelse
         if verdict.refuse or cond is None:
             self.flag(node, f"{self.MESSAGE}; no fix: {verdict.refuse}", at=node.test)
             return
-        replacement = prover.call("torch.where", cond, node.body, node.orelse).with_changes(
+        replacement = prover.call("torch.where", cond, body, orelse).with_changes(
             lpar=node.lpar, rpar=node.rpar)
         if verdict.missing:
             self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing)}",
                       at=node.test, replacement=replacement, safety=base.Safety.UNSAFE,
                       needs_torch_import=prover.imports)
             return
-        self.flag(node, f"{self.MESSAGE}; fix: torch.where", at=node.test, replacement=replacement,
+        how = " (double where: exact gradients)" if verdict.guard else ""
+        self.flag(node, f"{self.MESSAGE}; fix: torch.where{how}", at=node.test, replacement=replacement,
                   safety=base.Safety.SAFE, needs_torch_import=prover.imports)
