@@ -89,3 +89,14 @@ def test_python_number_arithmetic_keeps_floating_dtype():
         x = torch.ones(2, dtype=dtype)
         for y in (x + 0.5, x - 1, x * 2, x / 3, 2 * x, -x, x ** 2):
             assert y.dtype == dtype and y.shape == x.shape
+
+
+@pytest.mark.parametrize("name", sorted(n for n, op in T.ELEMENTWISE.items() if not op.finite_grad and n != "detach"))
+def test_double_where_guard_value_is_harmless(name):
+    """The double-where guard feeds 1.0 to ops with an infinite derivative somewhere: value and
+    derivative must be finite there, in every floating dtype."""
+    for dtype in FLOATS:
+        x = torch.ones(3, dtype=dtype, requires_grad=True)
+        y = CALLS[name](x)
+        (g,) = torch.autograd.grad(y.float().sum(), x)
+        assert torch.isfinite(y).all() and torch.isfinite(g).all(), (name, dtype)
