@@ -12,6 +12,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from ..analysis import context
 from . import _where
 from ._where import Verdict, code
 
@@ -43,24 +44,15 @@ def _side_effect(stmt: cst.CSTNode) -> str:
 
 
 class _After(cst.CSTVisitor):
-    """Names read, and names mutated in place, after a position in one function."""
+    """Names mutated in place (textually) after a position in one function."""
 
     def __init__(self, rule, after: tuple[int, int]) -> None:
         self.rule, self.after = rule, after
-        self.read: set[str] = set()
         self.mutated: dict[str, str] = {}
 
     def _late(self, node: cst.CSTNode) -> bool:
         pos = self.rule.get_metadata(PositionProvider, node, None)
         return pos is not None and (pos.start.line, pos.start.column) >= self.after
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if self._late(node):
-            self.read.add(node.value)
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func
@@ -173,7 +165,6 @@ def _bound_before(rule, node: cst.If, func: cst.FunctionDef, name: str) -> bool:
 
 
 def _ancestors(rule, node):
-    from ..analysis import context
     return context.ancestors(node, rule.parent)
 
 
