@@ -1,26 +1,13 @@
-"""The GM9xx rules' own VALID/INVALID cases under Fixit's test machinery, plus precision cases."""
+"""GM9xx precision: values measured on torch 2.13 not to break get no finding.
+
+(The rules' own VALID/INVALID cases run in tests/test_fixit_rules.py.)"""
 from __future__ import annotations
 
 import textwrap
 
 import pytest
-from fixit.testing import generate_lint_rule_test_cases
-
 from graphmend_lint import engine
-from graphmend_lint.rules import ALL_RULES
 from graphmend_lint.settings import Settings
-
-GM9 = [r for r in ALL_RULES if r.CODE.startswith("GM9")]
-
-# Fixit wants rule instances here (it reads each instance's class): classes generate no test at all.
-for _case in generate_lint_rule_test_cases([r() for r in GM9]):
-    globals()[f"Test{_case.__name__}"] = _case
-
-
-def test_every_gm9_rule_generated_cases():
-    names = {k for k in globals() if k.startswith("Test")}
-    assert len(names) == len(GM9) == len({r.CODE for r in GM9}) >= 12
-
 
 def codes(src: str) -> list[str]:
     return [f.code for f in engine.check(textwrap.dedent(src).encode(), Settings()).findings]
