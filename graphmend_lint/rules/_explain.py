@@ -6,6 +6,7 @@ each has a page at https://meta-pytorch.github.io/compile-graph-break-site/gb/gb
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import PositionProvider
 
 from ..analysis import Value, context
 from ..analysis.bindings import dotted
@@ -92,9 +93,30 @@ def is_assign_target(node: cst.CSTNode, parent) -> bool:
     return isinstance(up, (cst.AugAssign, cst.AnnAssign)) and up.target is node
 
 
+def last_binding(rule, use: cst.CSTNode, name: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The value of `name = value` when that is the function's last binding of `name`, a top-level
+    statement of the function body, and before `use`: then it is the only binding `use` can see."""
+    func = rule.compiled_function(use)
+    if not isinstance(name, cst.Name) or func is None:
+        return None
+    values = rule.facts.function(func).assigned.get(name.value) or [None]
+    last = values[-1]
+    if last is None:
+        return None
+    for stmt in func.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            assign = stmt.body[0]
+            if isinstance(assign, cst.Assign) and assign.value is last and len(assign.targets) == 1 \
+                    and isinstance(assign.targets[0].target, cst.Name):
+                before = rule.get_metadata(PositionProvider, stmt).end.line < \
+                    rule.get_metadata(PositionProvider, use).start.line
+                return last if before else None
+    return None
+
+
 def qualified(rule, expr: cst.BaseExpression) -> str | None:
     return rule.facts.bindings.qualify(expr) if rule.facts is not None else None
 
 
 __all__ = ["value", "in_branch_test", "method_call", "chain_has", "names_used_in_operations",
-           "assigned_name", "is_assign_target", "qualified", "dotted"]
+           "assigned_name", "is_assign_target", "last_binding", "qualified", "dotted"]

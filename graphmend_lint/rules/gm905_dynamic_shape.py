@@ -60,8 +60,33 @@ class DynamicShapeOpRule(base.GraphMendRule):
                     return torch.where(x > 0, x, 0).sum() + x[:, 0].sum()
             """
         ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, scores):
+                    mask, probs = self.router(x)
+                    if self.training:
+                        mask = mask.bool()
+                    return x[mask[:, 0]] * probs
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    mask, probs = self.router(x)
+                    mask = mask.bool()
+                    return x[mask[:, 0]] * probs
+            """
+        ),
         Invalid(
             """
             import torch
@@ -107,8 +132,22 @@ class DynamicShapeOpRule(base.GraphMendRule):
         if X.is_assign_target(node, self.parent):
             return
         for el in node.slice:
-            if isinstance(el.slice, cst.Index):
-                v = X.value(self, node, el.slice.value)
-                if v is not None and v.is_tensor and v.dtype == "bool":
-                    self.flag(node, self.MESSAGE.format(op="boolean-mask indexing"))
-                    return
+            if isinstance(el.slice, cst.Index) and self._bool_mask(node, el.slice.value):
+                self.flag(node, self.MESSAGE.format(op="boolean-mask indexing"))
+                return
+
+    def _bool_mask(self, node: cst.Subscript, index: cst.BaseExpression) -> bool:
+        v = X.value(self, node, index)
+        if v is None:
+            return False
+        if v.is_tensor and v.dtype == "bool":
+            return True
+        # `m = m.bool()` as the last, unconditional binding of `m` before the use (the facts join all
+        # bindings of a name, so an earlier unknown binding would hide it); `m[:, :, i]` keeps the dtype.
+        while isinstance(index, cst.Subscript) and all(isinstance(e.slice, cst.Slice) or
+                                                       isinstance(e.slice.value, (cst.Name, cst.Integer))
+                                                       for e in index.slice):
+            index = index.value
+        value = X.last_binding(self, node, index)
+        return isinstance(value, cst.Call) and X.method_call(value, "bool") is not None and not value.args
+
