@@ -153,8 +153,19 @@ def check_program(source: str, harness: str = "", *, eager: bool = True, breaks:
         out.findings[f.code] = out.findings.get(f.code, 0) + 1
         if f.line in eager_only or (f.line in static and f.code.startswith(("GM1", "GM3"))):
             out.fail("precision", f"{f.code} at line {f.line}: {f.message}")
-    fixed = {}
+    fixed, remaining = {}, findings
+    fixable = {f.safety for f in findings if f.replacement is not None}
     for name, s in (("safe", SAFE), ("unsafe", UNSAFE)):
+        # Skipped runs are exactly "no fix": the engine's loop stops when nothing applies. The
+        # unsafe run can only differ from the safe one through an UNSAFE fix offered at some pass.
+        if name == "safe" and engine.Safety.SAFE not in fixable:
+            fixed["safe"] = source
+            continue
+        if name == "unsafe" and engine.Safety.UNSAFE not in fixable and not any(
+                f.safety is engine.Safety.UNSAFE and f.replacement is not None for f in remaining):
+            if "safe" in fixed:
+                fixed["unsafe"] = fixed["safe"]
+            continue
         try:
             result = engine.check(data, s, fix=True)
         except SyntaxError as e:
@@ -180,6 +191,8 @@ def check_program(source: str, harness: str = "", *, eager: bool = True, breaks:
                 out.fail("not-idempotent", f"{name} fix changes again on a second run")
         setattr(out, f"{name}_fixes", result.fixed)
         fixed[name] = result.source.decode()
+        if name == "safe":
+            remaining = result.findings
     out.fixed_source = fixed.get("safe", "")
     if not eager:
         return out
