@@ -5,7 +5,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, ParentNodeProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from graphmend_lint import engine, fastwalk, settings
 
@@ -88,6 +88,8 @@ class Recorder(cst.CSTVisitor):
 
 def _modules():
     yield "zoo", cst.parse_module(ZOO)
+    yield "crlf", cst.parse_module(ZOO.replace("\n", "\r\n"))
+    yield "tabs", cst.parse_module("if x:\n\tif y:\n\t\tz = (1,\n\t\t\t2)\n")
     for p in FIXTURES + SOURCES:
         yield p.name, cst.parse_module(p.read_bytes())
 
@@ -98,7 +100,9 @@ def test_same_events_and_parents(name, module):
     module.visit(theirs)
     fastwalk.visit(module, ours)
     assert ours.events == theirs.events
-    assert fastwalk.parents(module) == dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider))
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    assert fastwalk.parents(module) == dict(wrapper.resolve(ParentNodeProvider))
+    assert fastwalk.positions(module) == dict(wrapper.resolve(PositionProvider))
 
 
 def test_every_node_class_has_a_readable_order():
