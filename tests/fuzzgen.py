@@ -161,7 +161,7 @@ class _Writer:
             self.statement(indent, depth)
 
     def statement(self, indent: int, depth: int) -> None:
-        kinds = ["ordinary", "tensor_if", "ternary", "log", "check", "tricky", "static_if", "loop"]
+        kinds = ["ordinary", "tensor_if", "ternary", "log", "check", "tricky", "static_if", "loop", "layout", "closure"]
         kind = self.c.pick(kinds if depth < 2 else kinds[:6])
         getattr(self, "s_" + kind)(indent, depth)
 
@@ -306,14 +306,44 @@ class _Writer:
             self.block(indent + 1, depth + 1, 1)
 
 
+    def s_layout(self, indent: int, depth: int) -> None:
+        """Comments, blank lines, semicolons, `pass`, try/except around a pattern."""
+        self.features.add("layout")
+        form = self.c.pick(["comments", "semicolons", "try", "pass-else"])
+        self.features.add(f"layout-{form}")
+        if form == "comments":
+            self.emit(indent, "# a comment before the test")
+            self.emit(indent, f"if {self.tensor_test(indent)}:  # why")
+            self.emit(indent + 1, f"# inside\nh = {self.value()}  # trailing\n")
+            self.emit(indent, f"else:\n    h = {self.value()}")
+        elif form == "semicolons":
+            self.emit(indent, f"h = h + 1; h = h * 1.0\nif {self.tensor_test(indent)}: h = {self.value()}")
+        elif form == "try":
+            self.emit(indent, "try:")
+            self.c.pick([self.s_check, self.s_log, self.s_tensor_if])(indent + 1, depth + 1)
+            self.emit(indent, "except (ValueError, AssertionError) as e:\n    h = h * 0")
+        else:
+            self.emit(indent, f"if {self.tensor_test(indent)}:\n    h = {self.value()}\nelse:\n    pass")
+
+    def s_closure(self, indent: int, depth: int) -> None:
+        """A nested function called from compiled code (compiled with it)."""
+        self.features.add("closure")
+        name = self.fresh("inner")
+        self.emit(indent, f"def {name}(h):")
+        self.block(indent + 1, 2, 1)
+        self.emit(indent + 1, "return h")
+        self.emit(indent, f"h = {name}(h)")
+
+
 def _paren(text: str) -> str:
     return f"({text})"
 
 
 def generate(c) -> Program:
     t = c.pick(["torch", "torch", "th"])
-    kind = c.pick(["module", "module", "decorated", "compile-call"])
-    w = _Writer(c, t, kind)
+    kind = c.pick(["module", "module", "decorated", "compile-call", "compiled-instance"])
+    is_module = kind in ("module", "compiled-instance")
+    w = _Writer(c, t, "module" if is_module else kind)
     w.logger = c.pick(["logger", "log_", "logging"])
     w.warn = c.pick(["warnings.warn", "warn"])
     body_size = c.number(1, 5)
@@ -321,7 +351,7 @@ def generate(c) -> Program:
     in_no_grad = c.chance(0.15)
 
     # the compiled body first (it decides how many controls there are)
-    indent = 2 if kind == "module" else 1
+    indent = 2 if is_module else 1
     if in_no_grad:
         w.emit(indent, f"with {t}.no_grad():")
         indent += 1
@@ -333,11 +363,11 @@ def generate(c) -> Program:
         w.kind = "function"  # no `self` in a plain helper
         w.emit(1, "h = h * 1.5")
         w.block(1, 1, c.number(1, 2))
-        helper_lines, w.lines, w.kind = w.lines, [], kind
+        helper_lines, w.lines, w.kind = w.lines, [], ("module" if is_module else kind)
     controls = sorted(range(len(w.controls)))
     ann = c.pick(["", "", f": {t}.Tensor", f": {t}.FloatTensor"])  # annotations let rules prove more
     params = ", ".join([f"h{ann}"] + [f"c{k}{ann and f': {t}.Tensor'}" for k in controls] + ["mask=None"])
-    start = c.pick(["x * 1.0", "x", "self.proj(x)"] if kind == "module" else ["x * 1.0", "x"])
+    start = c.pick(["x * 1.0", "x", "self.proj(x)"] if is_module else ["x * 1.0", "x"])
 
     head = ["import torch" if t == "torch" else "import torch as th", "import logging", "import warnings"]
     if w.warn == "warn":
@@ -355,7 +385,7 @@ def generate(c) -> Program:
     out += ["", "def eager_util(x):  # fuzz:eager-begin", f"    if x.sum() > 0:", "        print('eager', x)",
             "        x = x * 2 if x.mean() > 0 else x", "    return x  # fuzz:eager-end", ""]
     call_helper = "h = helper_body(" + ", ".join(["h"] + [f"c{k}" for k in controls] + ["mask=mask"]) + ")"
-    if kind == "module":
+    if is_module:
         out += ["", "class Model(nn.Module):", "    def __init__(self):", "        super().__init__()",
                 "        self.proj = nn.Linear(4, 4)", "        self.flag = True", "        self.calls = 0",
                 "        self.log = logging.getLogger('fuzz.self')", "",
@@ -365,6 +395,8 @@ def generate(c) -> Program:
         if helper:
             out.append("        " + call_helper)
         out += ["        " + line for line in ending]
+        if kind == "compiled-instance":
+            out += ["", f"compiled_model = {t}.compile(Model())"]
         factory = "fn = Model()"
     else:
         decorator = [f"@{t}.compile"] if kind == "decorated" else []
