@@ -105,6 +105,8 @@ def write(out, meta, cases):
     variants = [v for v in meta["variants"] if v != "unfixed"]
     mode = "default"
     lines = [f"# graphmend-lint perf report ({'quick' if meta['quick'] else 'full'} run)", ""]
+    for m in meta.get("merged", []):
+        lines += [f"Cases {', '.join(m['cases'])} were rerun on {m['date_utc']} and merged into this report.", ""]
     if not meta.get("complete", True):
         lines += ["**Partial report: the run is still going or was stopped; only finished cases are shown.**", ""]
     lines += [f"- torch {meta['torch']}, transformers {meta['transformers']}, device `{meta['device']}`, backend "
@@ -310,11 +312,41 @@ def charts(out, cases, variants, mode):
         plt.close(fig)
 
 
+def merge(src, dst):
+    """Replace (or add) the cases of run src in run dst (same device/backend), then rewrite dst's report."""
+    import json
+    import shutil
+    a = json.load(open(os.path.join(dst, "results.json")))
+    b = json.load(open(os.path.join(src, "results.json")))
+    for key in ("device", "backend", "torch", "variants"):
+        if a["meta"][key] != b["meta"][key]:
+            raise SystemExit(f"cannot merge: {key} differs ({a['meta'][key]} vs {b['meta'][key]})")
+    names = {c["case"] for c in b["cases"]}
+    order = [c["case"] for c in a["cases"]]
+    cases = {c["case"]: c for c in a["cases"]}
+    cases.update({c["case"]: c for c in b["cases"]})
+    a["cases"] = [cases[n] for n in order] + [cases[n] for n in sorted(names - set(order))]
+    a["rows"] = [r for r in a["rows"] if r["case"] not in names] + b["rows"]
+    a["meta"].setdefault("merged", []).append({"cases": sorted(names), "date_utc": b["meta"]["date_utc"],
+                                               "fixer_status": b["meta"]["fixer_status"]})
+    for name in os.listdir(os.path.join(src, "diffs")):
+        if name.split(".")[0] in names:
+            shutil.copy(os.path.join(src, "diffs", name), os.path.join(dst, "diffs", name))
+    json.dump(a, open(os.path.join(dst, "results.json"), "w"), indent=1, default=str)
+    write(dst, a["meta"], a["cases"])
+
+
 def main(argv=None):
-    """Rebuild report.md and the charts of a run directory from its results.json."""
+    """python -m perf.report DIR: rebuild report.md and charts from DIR/results.json.
+    python -m perf.report --merge SRC DST: put the cases of run SRC into run DST (a rerun of some cases)."""
     import json
     import sys
-    out = (argv or sys.argv[1:])[0]
+    argv = argv or sys.argv[1:]
+    if argv[0] == "--merge":
+        merge(argv[1], argv[2])
+        print(f"merged {argv[1]} into {argv[2]}")
+        return
+    out = argv[0]
     data = json.load(open(os.path.join(out, "results.json")))
     write(out, data["meta"], data["cases"])
     print(f"rewrote {out}/report.md and charts")
