@@ -1,7 +1,8 @@
 """Which real graph breaks does graphmend-lint predict? Recall and precision against Dynamo.
 
     python -m perf.coverage                 # the model suite below -> perf/results/coverage/
-    python -m perf.coverage hf_bart hf_t5   # some of them
+    python -m perf.coverage hf_bart hf_t5   # some of them (prints only)
+    python -m perf.coverage --report        # rebuild report.md from coverage.json
 
 For each model: compile it with the "eager" backend, run every input, and record each graph break
 from Dynamo's `graph_breaks` log artifact (file:line, GB id, reason; the same source `TORCH_LOGS=
@@ -462,6 +463,10 @@ def _commit() -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--report"]:  # rebuild report.md from coverage.json (after editing notes or explanations)
+        summary = json.loads((OUT / "coverage.json").read_text())
+        (OUT / "report.md").write_text(report_md(summary) + "\n" + NOTES.read_text())
+        return 0
     names = argv or list(SUITE)
     t0 = time.perf_counter()
     results = run_suite(names)
