@@ -60,7 +60,7 @@ def test_generator_exercises_every_pattern():
     for family in ("GM1", "GM2", "GM3"):
         assert safety[(family, "safe")] > 0, (family, safety)
     assert safety[("GM1", "unsafe")] > 0 and safety[("GM1", "none")] > 0, safety
-    assert set(kinds) == {"module", "decorated", "compile-call"}
+    assert set(kinds) == {"module", "decorated", "compile-call", "compiled-instance"}
     assert sum(coverage) / len(coverage) > 0.85, coverage
 
 
