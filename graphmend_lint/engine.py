@@ -1,6 +1,7 @@
 """Run the rules over one source and apply fixes until nothing changes."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
@@ -95,5 +96,7 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
             fixed += len(todo)
             module = cst.parse_module(new.bytes)
             findings = lint_module(module, s)
-        compile(module.code, "<fixed>", "exec", dont_inherit=True)
+        with warnings.catch_warnings():  # the file's own SyntaxWarnings are not ours to print
+            warnings.simplefilter("ignore")
+            compile(module.code, "<fixed>", "exec", dont_inherit=True)
     return Result(findings, module.bytes if fix else source, fixed)

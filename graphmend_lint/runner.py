@@ -103,7 +103,9 @@ def validate(source: bytes) -> ast.Module:
         raise BadInput(f"file too large to analyse ({len(source) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.1f} MB)")
     _decode(source)
     try:
-        tree = ast.parse(source)
+        with warnings.catch_warnings():  # invalid escapes etc. are not ours to report
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
     except (MemoryError, RecursionError):
         raise BadInput("expression nested too deeply for Python's parser") from None
     depth = _depth(tree)
@@ -135,7 +137,7 @@ def _in_big_thread(fn, *args):
 
     old_size = threading.stack_size(STACK_BYTES)
     try:
-        thread = threading.Thread(target=target, name="graphmend-check")
+        thread = threading.Thread(target=target, name="graphmend-check", daemon=True)  # Ctrl-C exits
         thread.start()
     finally:
         threading.stack_size(old_size)

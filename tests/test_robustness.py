@@ -322,6 +322,15 @@ def test_file_libcst_cannot_keep_byte_for_byte_is_linted_but_never_rewritten(tmp
         assert path.read_bytes() == data and "+++" not in out
 
 
+def test_python_warnings_about_the_code_are_not_printed(tmp_path):
+    (tmp_path / "m.py").write_text(PRINT_MODULE + 'PATTERN = "\\d+"\nSAME = PATTERN is "x"\n')
+    proc = subprocess.run([sys.executable, "-W", "always", "-m", "graphmend_lint", "check", "--fix", "m.py"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert GUARD in (tmp_path / "m.py").read_text()
+
+
 def test_fixing_twice_changes_nothing(battery, capsys):
     run(["check", "--fix", "."], battery, capsys)
     once = snapshot(battery)
