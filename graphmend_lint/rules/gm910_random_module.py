@@ -27,7 +27,8 @@ class RandomModuleRule(base.GraphMendRule):
     (GB0007, 2 graphs / 1 break each), while `random.randint` and `random.uniform` are traced
     (0 breaks; not reported). A scalar NumPy draw is traced as a 0-d tensor that is then turned
     into a Python number: GB0033 "Data dependent operator" (still a break with
-    `capture_scalar_outputs = True`); a draw with a `size` becomes a tensor and does not break.
+    `capture_scalar_outputs = True`; `np.random.ranf()` gives GB0294 instead); a draw with a `size`
+    becomes a tensor and does not break.
     Besides the break, a random value drawn in Python is not redrawn by the compiled graph.
 
     ## Example

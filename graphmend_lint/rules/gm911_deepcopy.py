@@ -36,7 +36,8 @@ class DeepcopyTensorRule(base.GraphMendRule):
     in the autograd graph, so the right replacement depends on what the copy is for.
 
     ## When no fix is offered
-    Always (detection only).
+    Always (detection only). Known miss: a name rebound to its own copy (`h = copy.deepcopy(h)`) is
+    not reported, because the analysis joins both bindings of `h` and one of them is unknown.
     """
 
     CODE = "GM911"
