@@ -2,6 +2,7 @@
 
     python -m perf.coverage                 # the model suite below -> perf/results/coverage/
     python -m perf.coverage hf_bart hf_t5   # some of them (prints only)
+    python -m perf.coverage pkg.mod:make    # any importable factory: make() -> (model, [inputs, ...])
     python -m perf.coverage --report        # rebuild report.md from coverage.json
 
 For each model: compile it with the "eager" backend, run every input, and record each graph break
@@ -366,12 +367,22 @@ SUITE = {
 }
 
 
+def _factory(name: str):
+    """A suite name, or `package.module:function` (inputs: tuples of args or dicts of kwargs)."""
+    if ":" not in name:
+        return SUITE[name]
+    import importlib
+
+    module, func = name.split(":", 1)
+    return getattr(importlib.import_module(module), func)
+
+
 def run_suite(names: list[str]) -> list[dict]:
     torch.set_num_threads(1)
     results = []
     for name in names:
         torch.manual_seed(0)
-        model, inputs = SUITE[name]()
+        model, inputs = _factory(name)()
         res = analyse(name, model, inputs)
         print(f"{name}: {res['breaks_predicted']}/{res['breaks_seen']} breaks predicted, "
               f"{res['findings_matching_a_break']}/{res['findings_on_executed_lines']} findings match "
