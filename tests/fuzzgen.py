@@ -16,6 +16,7 @@ A chooser is anything with `pick(seq)`, `number(lo, hi)` and `chance(p)`: `Rando
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 
@@ -84,6 +85,8 @@ VALUES = [
     "{t}.zeros_like(h)", "{t}.ones_like(h) * 3",
 ]
 MODULE_VALUES = ["self.proj(h)", "helper(h)"]
+WHERE_VALUES = ["h * 2", "h - 1", "-h", "h / 2", "h.abs()", "{t}.tanh(h)", "h.clamp(min=-1, max=1)", "h.relu()",
+                "{t}.sigmoid(h)", "h * 0.5 + 1", "h + 1.5", "{t}.nan_to_num(h)", "h", "h ** 2", "{t}.sqrt(h)"]
 STATIC_TESTS = [
     "h.dim() == 2", "h.shape[0] > 1", "h.dtype == {t}.float32", "isinstance(h, {t}.Tensor)",
     "mask is None", "mask is not None", "h.size(-1) == 4", "len(h.shape) == 2", "h.is_floating_point()",
@@ -109,6 +112,7 @@ class _Writer:
         self.features: set = set()
         self.derived: list[tuple[str, int]] = []  # (name, control index)
         self.counter = 0
+        self.clean = False  # `z`: a float tensor only ever updated by where-friendly branches
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -152,6 +156,9 @@ class _Writer:
         return test
 
     def value(self) -> str:
+        """A branch value: half the time one torch.where can take safely (same shape and dtype)."""
+        if self.c.chance(0.5):
+            return self.fmt(self.c.pick(WHERE_VALUES))
         pool = VALUES + (MODULE_VALUES if self.kind == "module" else ["helper(h)"])
         return self.fmt(self.c.pick(pool))
 
@@ -162,6 +169,8 @@ class _Writer:
 
     def statement(self, indent: int, depth: int) -> None:
         kinds = ["ordinary", "tensor_if", "ternary", "log", "check", "tricky", "static_if", "loop", "layout", "closure"]
+        if self.clean and self.c.chance(0.35):
+            return self.s_clean_if(indent, depth)
         kind = self.c.pick(kinds if depth < 2 else kinds[:6])
         getattr(self, "s_" + kind)(indent, depth)
 
@@ -208,6 +217,25 @@ class _Writer:
                 self.emit(indent + 1, f"h = {self.value()}")
         if shape == "two-names":
             self.emit(indent, "h = h + g")
+
+    def s_clean_if(self, indent: int, depth: int) -> None:
+        """An `if`/ternary on `z` that torch.where can take: the SAFE fixes under test."""
+        self.features.add("clean-if")
+        zv = lambda: re.sub(r"\bh\b", "z", self.fmt(self.c.pick(WHERE_VALUES)))  # noqa: E731
+        test = self.tensor_test(indent)
+        form = self.c.pick(["both", "one", "elif", "ternary", "nested"])
+        self.features.add(f"clean-{form}")
+        if form == "ternary":
+            self.emit(indent, f"z = {zv()} if {test} else {zv()}")
+            return
+        self.emit(indent, f"if {test}:\n    z = {zv()}")
+        if form == "nested":
+            self.emit(indent, f"else:\n    if {self.tensor_test(indent, derive=False)}:\n        z = {zv()}\n"
+                              f"    else:\n        z = {zv()}")
+        elif form == "elif":
+            self.emit(indent, f"elif {self.tensor_test(indent, derive=False)}:\n    z = {zv()}\nelse:\n    z = {zv()}")
+        elif form == "both":
+            self.emit(indent, f"else:\n    z = {zv()}")
 
     def s_tricky(self, indent: int, depth: int) -> None:
         """Shapes a torch.where rewrite gets wrong: in-place updates, aliases, Python numbers, while."""
@@ -330,7 +358,9 @@ class _Writer:
         self.features.add("closure")
         name = self.fresh("inner")
         self.emit(indent, f"def {name}(h):")
+        self.clean, clean = False, self.clean  # `z = ...` in the closure would make `z` local there
         self.block(indent + 1, 2, 1)
+        self.clean = clean
         self.emit(indent + 1, "return h")
         self.emit(indent, f"h = {name}(h)")
 
@@ -355,7 +385,13 @@ def generate(c) -> Program:
     if in_no_grad:
         w.emit(indent, f"with {t}.no_grad():")
         indent += 1
+    if c.chance(0.6):
+        w.clean = True
+        w.emit(indent, "z = " + c.pick(["x * 1.0", "x + 0.5"] + (["self.proj(x)"] if is_module else [])))
     w.block(indent, 0, body_size)
+    if w.clean:
+        w.emit(indent, "h = h + z.mean()")
+    w.clean = False
     body, w.lines = w.lines, []
     ending = w.ending()
     helper_lines: list[str] = []
@@ -365,7 +401,7 @@ def generate(c) -> Program:
         w.block(1, 1, c.number(1, 2))
         helper_lines, w.lines, w.kind = w.lines, [], ("module" if is_module else kind)
     controls = sorted(range(len(w.controls)))
-    ann = c.pick(["", "", f": {t}.Tensor", f": {t}.FloatTensor"])  # annotations let rules prove more
+    ann = c.pick(["", f": {t}.Tensor", f": {t}.FloatTensor", f": {t}.FloatTensor"])  # annotations let rules prove more
     params = ", ".join([f"h{ann}"] + [f"c{k}{ann and f': {t}.Tensor'}" for k in controls] + ["mask=None"])
     start = c.pick(["x * 1.0", "x", "self.proj(x)"] if is_module else ["x * 1.0", "x"])
 
