@@ -350,6 +350,16 @@ def _jetmoe():
     return model, [{"input_ids": ids, "use_cache": False}]
 
 
+def _deberta():
+    import transformers
+    cfg = transformers.DebertaV2Config(
+        vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=64, num_labels=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = transformers.DebertaV2ForSequenceClassification(cfg).eval()
+    ids = torch.randint(3, 128, (2, 8), generator=torch.Generator().manual_seed(1))
+    return model, [{"input_ids": ids, "labels": torch.tensor([0, 2])}]
+
+
 SUITE = {
     "hf_bart": _hf("hf_bart"),
     "hf_t5": _hf("hf_t5"),
@@ -364,6 +374,7 @@ SUITE = {
     "hf_longformer": _longformer,
     "hf_switch_moe": _switch,
     "hf_jetmoe": _jetmoe,
+    "hf_deberta_v2_cls": _deberta,
 }
 
 
