@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 from graphmend_lint import engine
+from graphmend_lint.rules import ALL_RULES
 from graphmend_lint.settings import Settings
 
 def codes(src: str) -> list[str]:
@@ -49,3 +50,13 @@ def test_guarded_by_is_compiling_is_not_reported():
                 return x
     """)
     assert codes(src) == []
+
+
+EXAMPLE_HEAD = "import copy, random, time\nimport numpy as np\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n"
+
+
+@pytest.mark.parametrize("rule", [r for r in ALL_RULES if r.CODE.startswith("GM9")], ids=lambda r: r.CODE)
+def test_page_example_is_reported_by_its_rule(rule):
+    doc = textwrap.dedent(rule.__doc__)
+    example = doc.split("## Example", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    assert rule.CODE in codes(EXAMPLE_HEAD + textwrap.dedent(example))

@@ -26,7 +26,7 @@ class DynamicShapeOpRule(base.GraphMendRule):
     ## Example
     ```python
     class Pos(nn.Module):
-        def forward(self, x):
+        def forward(self, x: torch.Tensor):
             return x[x > 0].sum()
     ```
 

@@ -22,8 +22,8 @@ class DeepcopyTensorRule(base.GraphMendRule):
     ## Example
     ```python
     class Keep(nn.Module):
-        def forward(self, x):
-            h = self.proj(x)
+        def forward(self, x: torch.Tensor):
+            h = x.relu()
             self.last = copy.deepcopy(h)
             return h
     ```

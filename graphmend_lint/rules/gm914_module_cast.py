@@ -28,6 +28,10 @@ class ModuleCastInForwardRule(base.GraphMendRule):
     ## Example
     ```python
     class Router(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.classifier = nn.Linear(32, 4)
+
         def forward(self, x):
             self.classifier = self.classifier.to(torch.float32)
             return self.classifier(x.float())
