@@ -40,16 +40,19 @@ class Outcome:
         self.failures.append((kind, detail))
 
 
-def _marked_lines(source: str) -> tuple[set, range]:
-    static, begin, end = set(), 0, 0
+def _marked_lines(source: str) -> tuple[set, set]:
+    """Lines with static tests (no GM1/GM3 finding) and lines that must get no finding at all."""
+    static, never, begin, end = set(), set(), 0, 0
     for i, line in enumerate(source.splitlines(), 1):
         if "# fuzz:static" in line:
             static.add(i)
+        if "# fuzz:never" in line:
+            never.add(i)
         if "# fuzz:eager-begin" in line:
             begin = i
         if "# fuzz:eager-end" in line:
             end = i
-    return static, range(begin, end + 1)
+    return static, never | set(range(begin, end + 1))
 
 
 def _load(source: str, tag: str) -> types.ModuleType:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 from pathlib import Path
 
 import fuzzcheck
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphmend_lint import engine
+from graphmend_lint import engine, runner
 
 EXAMPLES = int(os.environ.get("GRAPHMEND_FUZZ_EXAMPLES", "200"))
 REGRESSIONS = sorted((Path(__file__).parent / "fuzz_regressions").glob("*.py"))
@@ -113,3 +114,31 @@ def test_oracle_catches_a_wrong_fix(monkeypatch):
     monkeypatch.setattr(fuzzcheck.engine, "check", broken)
     kinds = {kind for kind, _ in fuzzcheck.check_program(source, harness).failures}
     assert "unparsable" in kinds
+
+
+LAYOUTS = {
+    "crlf": lambda b: b.replace(b"\n", b"\r\n"),
+    "bom": lambda b: b"\xef\xbb\xbf" + b,
+    "tabs": lambda b: re.sub(rb"(?m)^((?:    )+)", lambda m: b"\t" * (len(m.group(1)) // 4), b),
+    "latin-1": lambda b: b"# -*- coding: latin-1 -*-\n" + b.replace(b"'step'", "'\xe9tape'".encode("latin-1")),
+}
+
+
+@settings(max_examples=int(os.environ.get("GRAPHMEND_FUZZ_LAYOUT_EXAMPLES", "25")), deadline=None, database=None,
+          derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(programs(), st.sampled_from(sorted(LAYOUTS)))
+def test_fix_keeps_the_file_layout(tmp_path_factory, program, layout):
+    """Fixing a program written with CRLF, a BOM, tabs or latin-1 gives the fix of the plain program,
+    written the same way (through the CLI's read/fix/write path)."""
+    plain = program.source.encode()
+    if layout == "latin-1":
+        plain = plain.replace(b"'step'", "'\xe9tape'".encode())
+    expected = engine.check(plain, fuzzcheck.SAFE, fix=True).source
+    path = tmp_path_factory.mktemp("layout") / "prog.py"
+    path.write_bytes(LAYOUTS[layout](program.source.encode()))
+    out = runner.check_file(path, fuzzcheck.SAFE, fix=True)
+    assert out.error is None, out.error
+    if layout == "latin-1":
+        assert path.read_bytes() == LAYOUTS[layout](expected.replace("'\xe9tape'".encode(), b"'step'"))
+    else:
+        assert path.read_bytes() == LAYOUTS[layout](expected)
