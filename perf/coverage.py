@@ -464,6 +464,9 @@ def report_md(summary: dict) -> str:
     notes = [f"- `{f}` ({r['model']}): {FINDING_NOTES.get(f, '**not explained yet**')}"
              for r in summary["models"] for f in r["unmatched_findings"]]
     out += notes or ["None."]
+    per_code: Counter = Counter(c for r in summary["models"] for b in r["breaks"] for c in b["codes"])
+    out += ["", "## Breaks predicted, per rule", "", "| rule | breaks on its findings |", "|---|---|"]
+    out += [f"| {c} | {n} |" for c, n in sorted(per_code.items())]
     out += ["", "## Break classes", "", "| class | seen | not predicted |", "|---|---|---|"]
     for k, n in sorted(t["break_classes"].items(), key=lambda kv: -kv[1]):
         out.append(f"| {k} | {n} | {t['unpredicted_classes'].get(k, 0)} |")
