@@ -128,9 +128,8 @@ def capture_breaks(run) -> list[Break]:
 
 
 def _call(fn, args):
-    if isinstance(args, dict):
-        return fn(**args)
-    return fn(*args)
+    out = fn(**args) if isinstance(args, dict) else fn(*args)
+    return list(out) if hasattr(out, "__next__") else out  # run a generator forward to its end
 
 
 def compiled_breaks(model, inputs) -> list[Break]:
