@@ -84,6 +84,8 @@ def write_if_unchanged(path: Path, before: bytes, after: bytes) -> None:
     """Atomically replace `before` by `after`; refuse (OSError) if the file changed meanwhile."""
     if read_source(path) != before:
         raise OSError("the file changed while it was being checked; not written")
+    if not os.stat(path).st_mode & 0o222:  # a rename would bypass the missing write permission
+        raise OSError("the file is read-only; not written")
     atomic_write(path, after)
 
 

@@ -232,6 +232,16 @@ def test_permissions_are_kept_and_write_is_a_rename(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
 
 
+def test_read_only_file_is_not_replaced(tmp_path, capsys):
+    path = tmp_path / "m.py"
+    path.write_text(PRINT_MODULE)
+    path.chmod(0o444)
+    code, _, err = run(["check", "--fix", "m.py"], tmp_path, capsys)
+    assert code == 2
+    assert error_lines(err) == {"m.py": "cannot write fixes: the file is read-only; not written"}
+    assert path.read_text() == PRINT_MODULE and stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
 def test_symlink_stays_a_link(tmp_path, capsys):
     (tmp_path / "real.py").write_text(PRINT_MODULE)
     (tmp_path / "link.py").symlink_to("real.py")
