@@ -49,6 +49,11 @@ def iter_python_files(paths: list[Path], root: Path | None, exclude: tuple[str, 
             yield p
 
 
+def too_large(size: int, limit: int) -> str:
+    return (f"file too large to analyse ({size / 1e6:.1f} MB; the limit is {limit / 1e6:.1f} MB, "
+            "set GRAPHMEND_MAX_FILE_BYTES to change it)")
+
+
 class ReadError(OSError):
     """A file that is not a readable regular file; str() is the whole message."""
 
@@ -72,7 +77,7 @@ def read_source(path: Path, limit: int | None = None) -> bytes:
         if not stat.S_ISREG(st.st_mode):
             raise ReadError("not a regular file")
         if limit is not None and st.st_size > limit:
-            raise ReadError(f"file too large to analyse ({st.st_size / 1e6:.1f} MB; the limit is {limit / 1e6:.1f} MB)")
+            raise ReadError(too_large(st.st_size, limit))
     except BaseException:
         os.close(fd)
         raise

@@ -63,7 +63,7 @@ BAD = {
     "deep_attribute.py": (b"x = a" + b".b" * 1000 + b"\n", "expression nested too deeply to analyse (depth"),
     "deep_and.py": (b"x = " + b"a and " * 30000 + b"b\n", "expression nested too deeply to analyse (depth"),
     "deep_ifexp.py": (b"x = " + b"a if b else " * 1000 + b"c\n", "expression nested too deeply to analyse (depth"),
-    "huge.py": (PRINT_MODULE.encode() + b"x = 1\n" * 1_800_000, "file too large to analyse (10.8 MB; the limit is 1.0 MB)"),
+    "huge.py": (PRINT_MODULE.encode() + b"x = 1\n" * 1_800_000, "file too large to analyse (10.8 MB; the limit is 1.0 MB, set GRAPHMEND_MAX_FILE_BYTES"),
 }
 
 
@@ -139,6 +139,16 @@ def test_bad_input_battery(battery, capsys, mode):
             for name in fixable:
                 assert f"+++ b/{name}" in out, name
             assert "caf\xe9" in out  # the latin-1 file is shown decoded with its own encoding
+
+
+def test_size_limit_can_be_raised(tmp_path):
+    code = [sys.executable, "-m", "graphmend_lint", "check", "big.py"]
+    (tmp_path / "big.py").write_bytes(PRINT_MODULE.encode() + b"# padding\n" * 120_000)
+    proc = subprocess.run(code, cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2 and "file too large" in proc.stderr
+    env = {**os.environ, "GRAPHMEND_MAX_FILE_BYTES": "2000000"}
+    proc = subprocess.run(code, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert proc.returncode == 1 and "GM201" in proc.stdout, proc.stderr
 
 
 def test_runner_reports_a_directory_named_like_a_file(tmp_path):
