@@ -24,12 +24,18 @@ def _needles() -> list[bytes]:
     return sorted({q.rsplit(".", 1)[-1].encode() for q in scope.COMPILE_FUNCS})
 
 
-def _has_forward_method(tree: ast.AST) -> bool:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.bases:
-            for inner in ast.walk(node):
-                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner.name == "forward":
-                    return True
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _has_forward_method(node: ast.AST, in_class: bool = False) -> bool:
+    """A `def forward` anywhere inside a class with bases (statements only: defs are statements)."""
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, _BLOCKS):
+            continue
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and in_class and child.name == "forward":
+            return True
+        if _has_forward_method(child, in_class or (isinstance(child, ast.ClassDef) and bool(child.bases))):
+            return True
     return False
 
 

@@ -139,19 +139,28 @@ def main() -> int:
         runs["ours_tree_cold"] = summary("graphmend-lint tree, cold", cold, len(files))
         warm = timed([*ours, str(tree)], work, env)
         runs["ours_tree_warm"] = summary("graphmend-lint tree, warm", warm, len(files))
-        nocache = timed([*ours, "--no-cache", *sample], work, env)
+        # Fixit skips git-ignored paths (the venv), so both tools lint a copy of the sample.
+        copies = []
+        for f in sample:
+            target = tmp / "sample" / Path(f).relative_to(tree)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, target)
+            copies.append(str(target))
+        nocache = timed([*ours, "--no-cache", *copies], work, env)
         runs["ours_sample_no_cache"] = summary("graphmend-lint sample, no cache", nocache, len(sample))
-        fixit = timed([sys.executable, "-m", "fixit", "--rules", "graphmend_lint", "lint", *sample], work, env)
+        fixit = timed([sys.executable, "-m", "fixit", "--rules", "graphmend_lint", "lint", *copies], work, env)
         runs["fixit_sample"] = summary("fixit lint sample", fixit, len(sample))
         print(f"load average after: {os.getloadavg()}")
 
         tree_rows = ours_rows(cold["stdout"])
         same_warm = tree_rows == ours_rows(warm["stdout"])
-        in_sample = set(sample)
-        ours_on_sample = {r for r in tree_rows if r[0] in in_sample}
+        in_sample = dict(zip(sample, copies))
+        ours_on_sample = {(in_sample[r[0]], *r[1:]) for r in tree_rows if r[0] in in_sample}
         theirs = fixit_rows(fixit["stdout"])
         fixit_errors = [line for line in (fixit["stdout"] + fixit["stderr"]).splitlines()
-                        if "EXCEPTION" in line or "Traceback" in line]
+                        if "EXCEPTION" in line or "Traceback" in line or "Failed to load" in line]
+        fixit_errors += [] if f"{len(sample)} files" in fixit["stderr"] + fixit["stdout"] else [
+            "fixit did not report all sample files: " + (fixit["stderr"] + fixit["stdout"]).strip()[-200:]]
         equal = ours_on_sample == theirs and ours_rows(nocache["stdout"]) == theirs
         ratio_sample = fixit["wall_s"] / nocache["wall_s"]
         fixit_fps = len(sample) / fixit["wall_s"]
