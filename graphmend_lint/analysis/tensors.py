@@ -343,7 +343,7 @@ def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
             def visit_Name(self, n: cst.Name) -> None:
                 names.add(n.value)
 
-        stmt.visit(V())
+        fastwalk.visit(stmt, V())
         read |= names & params
     return out
 
