@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import fuzzgen
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from graphmend_lint import engine, files, runner
 from graphmend_lint.cli import main
@@ -386,3 +389,32 @@ def test_linting_never_runs_the_code(tmp_path, capsys):
     assert GUARD in (tmp_path / "evil.py").read_text()
     assert not marker.exists()
     assert "evil" not in sys.modules
+
+
+PIECES = [b")", b"(", b":", b"\t", b"\x00", b"\xff", b"if ", b"\\", b"\n", b"\r", b"'", b'"""', b"    ",
+          b"\x0c", b"lambda: ", b"[" * 300, b"-" * 5000, b"\xef\xbb\xbf", b"# -*- coding: latin-1 -*-\n"]
+LINE_PIECES = [b"\n", b"# note \xc3\xa9\n", b"\r\n", b"\x0c\n", b"#\tx\r\n", b"\n\n\n"]  # usually still valid
+
+
+@settings(max_examples=int(os.environ.get("GRAPHMEND_MUTATION_EXAMPLES", "40")), deadline=None, database=None,
+          derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 10**6), st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 40),
+                                                 st.sampled_from(PIECES + LINE_PIECES * 3)), min_size=1, max_size=4))
+def test_mutated_programs_never_crash_nor_get_corrupted(tmp_path, seed, edits):
+    """Damaged source (cut, spliced, bad bytes): an error or a result, never an exception or a hang,
+    and a file is only ever rewritten with code that compiles."""
+    data = bytearray(fuzzgen.generate(fuzzgen.RandomChooser(seed)).source.encode())
+    for at, cut, piece in edits:
+        at %= len(data) + 1
+        if piece in LINE_PIECES:  # between two lines
+            at, cut = data.rfind(b"\n", 0, at) + 1, 0
+        data[at:at + cut] = piece
+    path = tmp_path / f"m{seed}.py"
+    path.write_bytes(bytes(data))
+    out = runner.check_file(path, Settings(), fix=True)
+    after = path.read_bytes()
+    if out.error is not None:
+        assert "\n" not in out.error and not out.error.startswith("internal error"), out.error
+        assert after == bytes(data)
+    elif after != bytes(data):
+        compile(after, str(path), "exec")
