@@ -7,7 +7,6 @@ says why not when it cannot.
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from ..analysis.bindings import Bindings, dotted
 from . import base, fixes
@@ -127,7 +126,7 @@ class LoggerFinder:
                 return found
             value = facts.scope.index.module_aliases.get(recv.value)
             return value is not None and is_logger_factory(value, b)
-        if m.matches(recv, m.Attribute(value=m.Name("self") | m.Name("cls"))):
+        if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value in ("self", "cls"):
             cls = facts.scope.index.class_of.get(func)
             if cls is None:
                 return False
