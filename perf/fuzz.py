@@ -146,7 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     done: dict[int, dict] = {}
     if args.log.exists() and not args.fresh:
         for line in args.log.read_text().splitlines():
-            row = json.loads(line)
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # a line cut short by an interrupted run: redo that seed
+                continue
             done[row["seed"]] = row
     elif args.log.exists():
         args.log.unlink()
