@@ -79,6 +79,7 @@ def summarize(rows: list[dict], wall: float, args) -> dict:
     covered = [r["covered"] for r in rows if r.get("covered") is not None]
     return {
         "examples": len(rows),
+        "seeds": f"{rows[0]['seed']}..{rows[-1]['seed']}" if rows else "none",
         "failed_examples": sum(1 for r in rows if r["failures"]),
         "crashes": fails["crash"],
         "unparsable_fixes": fails["unparsable"],
@@ -107,7 +108,7 @@ def summarize(rows: list[dict], wall: float, args) -> dict:
 def markdown(s: dict) -> str:
     lines = [
         "# Differential fuzzing (perf/fuzz.py)", "",
-        f"Programs: {s['examples']} of {s.get('requested', s['examples'])} requested (seeds 0..{s['examples'] - 1}), "
+        f"Programs: {s['examples']} of {s.get('requested', s['examples'])} requested (seeds {s['seeds']}), "
         f"linter commits {s['commits_of_examples']}, "
         f"{s['jobs']} worker(s) on a shared 2-core machine: {s['program_seconds_total']} s of worker time, "
         f"{s['cpu_seconds_per_example']} s per program.", "",
