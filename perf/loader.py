@@ -1,5 +1,6 @@
 """Load a case's model factory inside a worker process."""
 import importlib.util
+import sys
 
 
 def load(spec):
@@ -7,6 +8,7 @@ def load(spec):
     if spec["kind"] == "local":
         mod_spec = importlib.util.spec_from_file_location("perf_case_model", spec["path"])
         mod = importlib.util.module_from_spec(mod_spec)
+        sys.modules[mod_spec.name] = mod  # Dynamo and pickling look classes up by module name
         mod_spec.loader.exec_module(mod)
         model, inputs = mod.make()
         return model, list(inputs), list(getattr(mod, "EXPECT_RAISE", []))
