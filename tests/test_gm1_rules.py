@@ -59,7 +59,9 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0:\n    h = torch.exp(h)\nreturn h\n", "safe", "double where"),
     ("if h.sum() > 0:\n    h = torch.exp(h)\nelif h.sum() < -1:\n    h = h * 2\nreturn h\n", "unsafe",
      "infinite derivative"),
-    ("with torch.no_grad():\n    if h.sum() > 0:\n        h = torch.exp(h)\nreturn h\n", "safe", ""),
+    # h comes from outside the no_grad block: the untaken `if` keeps its autograd history, where() does not
+    ("with torch.no_grad():\n    if h.sum() > 0:\n        h = torch.exp(h)\nreturn h\n", "unsafe", "detaches"),
+    ("with torch.no_grad():\n    g = h * 3\n    if g.sum() > 0:\n        g = torch.exp(g)\nreturn g\n", "safe", ""),
     ("if h.sum() > 0:\n    h = h.detach()\nreturn h\n", "unsafe", "`detach`"),
     ("if h.sum() > 0:\n    h = h.masked_fill(mask, 0.0)\nreturn h\n", "unsafe", "same shape"),
     ("if h.sum() > 0 or h[0].sum() > 0:\n    h = h * 2\nreturn h\n", "none", "indexing"),

@@ -86,7 +86,7 @@ def in_try(node: cst.CSTNode, parent: Parent) -> bool:
     return False
 
 
-def _grad_off_expr(expr: cst.BaseExpression, b: Bindings) -> bool:
+def grad_off_expr(expr: cst.BaseExpression, b: Bindings) -> bool:
     if isinstance(expr, cst.Call):
         q = b.qualify(expr.func)
         if q in GRAD_OFF:
@@ -101,8 +101,8 @@ def _grad_off_expr(expr: cst.BaseExpression, b: Bindings) -> bool:
 def grad_disabled(node: cst.CSTNode, parent: Parent, b: Bindings) -> bool:
     """Under `with torch.no_grad()/inference_mode()` or a function decorated with them."""
     for _, up in ancestors(node, parent):
-        if isinstance(up, cst.With) and any(_grad_off_expr(i.item, b) for i in up.items):
+        if isinstance(up, cst.With) and any(grad_off_expr(i.item, b) for i in up.items):
             return True
-        if isinstance(up, cst.FunctionDef) and any(_grad_off_expr(d.decorator, b) for d in up.decorators):
+        if isinstance(up, cst.FunctionDef) and any(grad_off_expr(d.decorator, b) for d in up.decorators):
             return True
     return False

@@ -143,9 +143,9 @@ class FunctionFacts:
         self.params: dict[str, cst.Param] = {}
         for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
             self.params[p.name.value] = p
+        self.shadowed = _shadowed_params(func, set(self.params))
         self._active: set[str] = set()
 
-        self.shadowed = _shadowed_params(func, set(self.params))
     # -- names ---------------------------------------------------------------
     def _name(self, node: cst.Name, depth: int) -> Value:
         name = node.value

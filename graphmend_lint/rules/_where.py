@@ -179,6 +179,28 @@ class Prover:
         self.local: dict[str, cst.BaseExpression] = {}  # setup names of the branches -> their values
         self.float_names = self._float_guards()
 
+    def _grad_off_region(self) -> cst.CSTNode | None:
+        for _, up in context.ancestors(self.node, self.rule.parent):
+            if isinstance(up, cst.With) and any(context.grad_off_expr(i.item, self.b) for i in up.items):
+                return up
+            if isinstance(up, cst.FunctionDef) and any(context.grad_off_expr(d.decorator, self.b) for d in up.decorators):
+                return up
+        return None
+
+    def _computed_without_grad(self, name: str) -> bool:
+        """Every value `name` is bound to is computed inside the no_grad region (so it never
+        requires grad): no parameter, no alias of another name or attribute."""
+        region = self._grad_off_region()
+        values = self.ff.assigned.get(name, [])
+        if region is None or name in self.ff.params or not values:
+            return False
+        for v in values:
+            if v is None or isinstance(v, (cst.Name, cst.Attribute)):
+                return False
+            if not any(up is region for _, up in context.ancestors(v, self.rule.parent)):
+                return False
+        return True
+
     # -- spelling --------------------------------------------------------------
     def torch(self, qualified: str) -> cst.BaseExpression:
         spelled, needs = self.rule.spell(qualified)
@@ -509,6 +531,12 @@ class Prover:
         v.add(self.total(a)).add(self.total(b))
         if v.refuse:
             return v
+        if self.grad_off and any(isinstance(side, cst.Name) and not self._computed_without_grad(side.value)
+                                 for side in (a, b)):
+            # the `if` hands on the tensor itself (with its autograd history); under no_grad
+            # torch.where returns a new tensor that never requires grad (tests/fuzz_regressions/GM101_2.py)
+            v.missing.append("under no_grad torch.where detaches a value the `if` passes on unchanged, "
+                             "so gradients taken outside the block would be lost")
         ca, cb = self.chain(a), self.chain(b)
         if ca is not None and cb is not None and ca.base == cb.base:
             base = cst.Name(ca.base)
