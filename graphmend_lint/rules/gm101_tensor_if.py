@@ -59,6 +59,9 @@ class TensorIfRule(base.GraphMendRule):
       `torch.where(c, torch.sqrt(torch.where(c, x, 1.0)), x)`), which gives bit-identical values and
       gradients (measured for every such op in the table, float32 and float16); in `elif` chains the
       fix stays unsafe;
+    - under `no_grad`, a branch that passes a name on unchanged needs that name to be computed
+      inside the `no_grad` region: `if` hands on the tensor with its autograd history, while
+      `torch.where` there returns a new tensor that never requires grad;
     - the assigned name is not modified in place later (`if` kept the same tensor object when the
       branch was not taken; `torch.where` makes a new one).
     When one of these cannot be proved the fix is unsafe (applied with `--unsafe-fixes`) and the

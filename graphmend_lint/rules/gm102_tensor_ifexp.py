@@ -35,7 +35,8 @@ class TensorIfExpRule(base.GraphMendRule):
     op has a finite derivative everywhere, or the code runs under `no_grad`/`inference_mode`, or the
     input of the ops with an infinite derivative somewhere (`sqrt`, `log`, ...) can be guarded
     ("double where": `torch.where(c, torch.log(torch.where(c, h, 1.0)), h)`, bit-identical values
-    and gradients).
+    and gradients). Under `no_grad`, a value passed on unchanged must be computed inside the
+    `no_grad` region (else `torch.where` would drop its autograd history).
     Otherwise the fix is unsafe and the message says which proof is missing.
 
     ## When no fix is offered
