@@ -13,7 +13,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..analysis import context
-from . import _where
+from . import _effects, _where
 from ._where import Verdict, code
 
 
@@ -43,18 +43,65 @@ def _side_effect(stmt: cst.CSTNode) -> str:
     return f"the branch holds a statement torch.where cannot express (`{text}`)"
 
 
-class _After(cst.CSTVisitor):
-    """Names mutated in place (textually) after a position in one function."""
+# Builtins whose output shows a tensor's grad_fn (`tensor(..., grad_fn=<WhereBackward0>)`).
+_SHOWING = {"print": "printed", "str": "formatted", "repr": "formatted", "format": "formatted"}
 
-    def __init__(self, rule, after: tuple[int, int]) -> None:
-        self.rule, self.after = rule, after
+
+class _After(cst.CSTVisitor):
+    """Names mutated in place, or observed (printed, logged, formatted, `.grad_fn` read),
+    textually after a position in one function."""
+
+    def __init__(self, rule, after: tuple[int, int], func: cst.FunctionDef | None = None) -> None:
+        self.rule, self.after, self.func = rule, after, func
         self.mutated: dict[str, str] = {}
+        self.observed: dict[str, str] = {}  # name -> "printed later (`print(...)`)"
+
+    def _observe(self, node: cst.BaseExpression, how: str) -> None:
+        for name in self._shown(node):
+            self.observed.setdefault(name, how)
+
+    def _shown(self, e: cst.BaseExpression) -> set[str]:
+        """Names whose tensor object itself is shown when `e` is printed (`h`, `(h, x)`, `f"{h}"`);
+        not `h.shape` or `h.sum()`, which show the same either way."""
+        if isinstance(e, cst.Name):
+            return {e.value}
+        parts: list = []
+        if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
+            parts = [el.value for el in e.elements]
+        elif isinstance(e, cst.Dict):
+            parts = [x for el in e.elements for x in ((el.key, el.value) if isinstance(el, cst.DictElement) else (el.value,))]
+        elif isinstance(e, cst.IfExp):
+            parts = [e.body, e.orelse]
+        elif isinstance(e, cst.BooleanOperation):
+            parts = [e.left, e.right]
+        elif isinstance(e, cst.FormattedString):
+            parts = [p.expression for p in e.parts if isinstance(p, cst.FormattedStringExpression)]
+        elif isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo):
+            parts = [e.right]  # "%s" % h
+        elif isinstance(e, cst.Call):
+            f = e.func
+            method = isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value not in ("self", "cls")
+            if not method and not (self.rule.facts.bindings.qualify(f) or "").startswith("torch"):
+                parts = [a.value for a in e.args]  # a user function may show its argument
+        return set().union(set(), *(self._shown(x) for x in parts))
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        if self._late(node):
+            self._observe(node.expression, "formatted later (in an f-string)")
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "grad_fn" and isinstance(node.value, cst.Name) and self._late(node):
+            self.observed.setdefault(node.value.value, f"read later as `{code(node)}`")
 
     def _late(self, node: cst.CSTNode) -> bool:
         pos = self.rule.get_metadata(PositionProvider, node, None)
         return pos is not None and (pos.start.line, pos.start.column) >= self.after
 
     def visit_Call(self, node: cst.Call) -> None:
+        shown = self._shows(node) if self._late(node) else None
+        if shown:
+            for a in node.args:
+                self._observe(a.value, shown)
         f = node.func
         if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and self._late(node):
             m = f.attr.value
@@ -63,6 +110,25 @@ class _After(cst.CSTVisitor):
         for a in node.args:
             if a.keyword is not None and a.keyword.value == "out" and isinstance(a.value, cst.Name) and self._late(node):
                 self.mutated.setdefault(a.value.value, code(node))
+
+    def _shows(self, call: cst.Call) -> str | None:
+        """How `call` shows its arguments (print, logging, warnings, str/repr/format), or None."""
+        f = call.func
+        b = self.rule.facts.bindings
+        if isinstance(f, cst.Name) and f.value in _SHOWING:
+            return f"{_SHOWING[f.value]} later (`{f.value}(...)`)"
+        qual = b.qualify(f) or ""
+        if qual in _effects.LOGGING_FUNCS or qual in _effects.WARN_FUNCS:
+            return f"{'logged' if qual.startswith('logging') else 'warned about'} later (`{code(f)}(...)`)"
+        if isinstance(f, cst.Attribute):
+            m = f.attr.value
+            if m == "format" and isinstance(f.value, (cst.SimpleString, cst.ConcatenatedString)):
+                return "formatted later (`str.format(...)`)"
+            # `.log` is also a tensor method: only on a known logger
+            if m in _effects.LOGGER_METHODS and (m != "log" or self.func is not None and _effects.LoggerFinder(
+                    self.rule).is_logger(f.value, self.func)):
+                return f"logged later (`{code(f)}(...)`)"
+        return None
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         t = node.target.value if isinstance(node.target, cst.Subscript) else node.target
@@ -73,6 +139,34 @@ class _After(cst.CSTVisitor):
         t = node.target
         if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and self._late(node):
             self.mutated.setdefault(t.value.value, code(t) + " = ...")
+
+
+def alias_of(expr: cst.BaseExpression) -> str | None:
+    """The name whose very tensor object `expr` is (`x`, `(x)`, `x.contiguous()`), else None."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value == "contiguous":
+        return alias_of(expr.func.value)
+    return None
+
+
+def rebind_proofs(after: _After, name: str, sources: set[str], check_name: bool = True) -> list[str]:
+    """Missing proofs when `name` becomes a new `torch.where` tensor where it was one of the branch
+    values, some of them the very tensors `sources` (tests/fuzz_regressions/GM101_1.py, GM101_3.py)."""
+    missing = []
+    if name in after.observed:
+        missing.append(f"`{name}` is {after.observed[name]}: its grad_fn would show WhereBackward0 "
+                       "instead of the branch's")
+    if check_name and name in after.mutated:
+        missing.append(f"`{name}` is modified in place later (`{after.mutated[name]}`): the branch kept the very "
+                       "same tensor object, torch.where makes a new one")
+    for src in sorted(sources - {name}):
+        if src in after.mutated:
+            missing.append(f"`{name}` is the very tensor `{src}` when that branch runs, and `{src}` is modified in "
+                           f"place later (`{after.mutated[src]}`): the change reached `{name}` through the branch, "
+                           "not through the new tensor torch.where makes")
+    return missing
 
 
 def _statements(block: cst.BaseSuite) -> list:
@@ -252,7 +346,7 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
                 v.refuse = _side_effect(s)
                 return v, None
     pos = rule.get_metadata(PositionProvider, node)
-    after = _After(rule, (pos.end.line, pos.end.column))
+    after = _After(rule, (pos.end.line, pos.end.column), prover.func)
     prover.func.visit(after)
     assigned = [[(s.targets[0].target.value, s.value) for s in stmts if isinstance(s, cst.Assign)] for stmts in bodies]
     if all(returns):
@@ -334,10 +428,9 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
             if any(isinstance(val, cst.Name) and val.value == r for val in values) and not _bound_before(rule, node, prover.func, r):
                 v.refuse = f"`{r}` is not set in every branch and not provably bound before the `if`"
                 return v, None
+            sources = {a for a in map(alias_of, values) if a}
             values = _pairs(prover, v, values, conds)
-            if r in after.mutated:
-                v.missing.append(f"`{r}` is modified in place later (`{after.mutated[r]}`): the `if` kept the very "
-                                 "same tensor object when the branch was not taken, torch.where makes a new one")
+            v.missing.extend(rebind_proofs(after, r, sources))
             new.append(_line(cst.Assign([cst.AssignTarget(cst.Name(r))], choose(values))))
         if len(results) > 1 and test_names & set(results):
             v.refuse = "the test reads a name the branches assign, and there are several results"

@@ -63,7 +63,14 @@ class TensorIfRule(base.GraphMendRule):
       inside the `no_grad` region: `if` hands on the tensor with its autograd history, while
       `torch.where` there returns a new tensor that never requires grad;
     - the assigned name is not modified in place later (`if` kept the same tensor object when the
-      branch was not taken; `torch.where` makes a new one).
+      branch was not taken; `torch.where` makes a new one), and neither is a name a branch passes on
+      as it is (`y = x`: `y` is the tensor `x` itself, so `x.add_(1)`, `x[0] = 0`, `x += 1` or
+      `out=x` later also changed `y`);
+    - the assigned name is not observed later in the function: passed to `print`, a logger,
+      `warnings.warn`, `str`/`repr`/`format`, shown in an f-string, or read as `.grad_fn`. The values
+      and gradients are equal, but the tensor's `grad_fn` becomes `WhereBackward0`, which printing
+      shows (`h.shape` or `h.sum()` print the same either way). Code that receives the tensor
+      (a caller, a callee) cannot be followed; `torch.compile` replaces `grad_fn` nodes itself.
     When one of these cannot be proved the fix is unsafe (applied with `--unsafe-fixes`) and the
     message names the missing proof. `torch.where` also evaluates both branches, so an expensive
     branch is paid for on every call.

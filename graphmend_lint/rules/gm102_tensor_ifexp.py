@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 from fixit import Invalid, Valid
+from libcst.metadata import PositionProvider
 
 from ..analysis import context
-from . import _where, base
+from . import _ifstmt, _where, base
 
 
 class TensorIfExpRule(base.GraphMendRule):
@@ -36,7 +37,13 @@ class TensorIfExpRule(base.GraphMendRule):
     input of the ops with an infinite derivative somewhere (`sqrt`, `log`, ...) can be guarded
     ("double where": `torch.where(c, torch.log(torch.where(c, h, 1.0)), h)`, bit-identical values
     and gradients). Under `no_grad`, a value passed on unchanged must be computed inside the
-    `no_grad` region (else `torch.where` would drop its autograd history).
+    `no_grad` region (else `torch.where` would drop its autograd history). As for GM101, the name
+    the ternary is assigned to must not be observed later in the function (passed to `print`, a
+    logger, `warnings.warn`, `str`/`repr`/`format`, an f-string, or read as `.grad_fn`), nor may the
+    ternary itself be printed or formatted: its `grad_fn` would show `WhereBackward0`. When a branch
+    is a bare name (`y = x if c else x * 2`), `y` is the tensor `x` itself, so neither `x` nor `y`
+    may be modified in place later (`x.add_(1)`, `x[0] = 0`, `x += 1`, `out=x`): `torch.where`
+    makes a new tensor that the change no longer reaches.
     Otherwise the fix is unsafe and the message says which proof is missing.
 
     ## When no fix is offered
@@ -122,6 +129,7 @@ class TensorIfExpRule(base.GraphMendRule):
         if verdict.refuse or cond is None:
             self.flag(node, f"{self.MESSAGE}; no fix: {verdict.refuse}", at=node.test)
             return
+        verdict.missing.extend(self._rebind_proofs(node, func))
         replacement = prover.call("torch.where", cond, body, orelse).with_changes(
             lpar=node.lpar, rpar=node.rpar)
         if verdict.missing:
@@ -132,3 +140,30 @@ class TensorIfExpRule(base.GraphMendRule):
         how = " (double where: exact gradients)" if verdict.guard else ""
         self.flag(node, f"{self.MESSAGE}; fix: torch.where{how}", at=node.test, replacement=replacement,
                   safety=base.Safety.SAFE, needs_torch_import=prover.imports)
+
+    def _rebind_proofs(self, node: cst.IfExp, func: cst.FunctionDef) -> list[str]:
+        """The ternary's value was one of its branch tensors (maybe the very object `x`); torch.where's
+        is a new one with grad_fn WhereBackward0. Code after the statement must not tell them apart."""
+        up = self.parent(node)
+        while up is not None and not isinstance(up, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            up = self.parent(up)
+        pos = self.get_metadata(PositionProvider, up if up is not None else node)
+        after = _ifstmt._After(self, (pos.end.line, pos.end.column), func)
+        func.visit(after)
+        sources = {a for a in (_ifstmt.alias_of(node.body), _ifstmt.alias_of(node.orelse)) if a}
+        missing = []
+        parent = self.parent(node)
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            for t in targets:
+                if isinstance(t, cst.Name):
+                    missing += _ifstmt.rebind_proofs(after, t.value, sources, check_name=bool(sources))
+        elif isinstance(parent, cst.Arg) and isinstance(self.parent(parent), cst.Call):
+            shown = after._shows(self.parent(parent))
+            if shown:
+                missing.append(f"the value is {shown.replace(' later', '')}: its grad_fn would show WhereBackward0")
+        elif isinstance(parent, cst.FormattedStringExpression):
+            missing.append("the value is formatted in an f-string: its grad_fn would show WhereBackward0")
+        elif isinstance(parent, cst.Attribute) and parent.attr.value == "grad_fn":
+            missing.append("its `.grad_fn` is read: it would be WhereBackward0")
+        return missing

@@ -5,6 +5,7 @@ SAFE GM101 fix writes `h = torch.where((c > 0).all(), h + 0.25, h)`: under no_gr
 requires grad, so when the test is false the function now returns a detached `h` where the `if`
 returned the autograd-tracked one: gradients to `x` and the Linear weights are lost.
 """
+UNSAFE_FIX_CHANGES_EAGER = True
 
 import torch
 from torch import nn

@@ -6,8 +6,9 @@ MulBackward0 -> WhereBackward0), and printing the tensor in eager mode shows it:
     value tensor([[...]], grad_fn=<SigmoidBackward0>)   before
     value tensor([[...]], grad_fn=<WhereBackward0>)     after
 Anything that prints, logs or reads `h.grad_fn` after the fix sees the difference.
+Since issue #8 the GM102 fix is UNSAFE when the rebound name is observed later like this.
 """
-KNOWN_FAILURE = "GM102 SAFE fix changes the grad_fn shown when the tensor is printed afterwards"
+UNSAFE_FIX_CHANGES_EAGER = True
 
 import torch
 from torch import nn
