@@ -209,6 +209,28 @@ def test_unknown_operands_are_not_assumed_scalar():
     assert result.fixed == 0 and "not provably a single value" in result.findings[0].message
 
 
+def test_zero_dim_against_an_unproved_attribute_is_an_unsafe_fix():
+    """`labels.max() >= self.vocab_size`: one value only if the attribute is a number (not proved)."""
+    source = """
+        import torch
+        from torch import nn
+
+
+        class Head(nn.Module):
+            def forward(self, logits, labels):
+                if labels.max() >= self.vocab_size:
+                    raise ValueError("label out of range")
+                return logits
+        """
+    safe = fix(source)
+    assert safe.fixed == 0 and safe.findings[0].safety.value == "unsafe"
+    assert "`self.vocab_size` is not provably a Python number" in safe.findings[0].message
+    unsafe = fix(source, Settings(select=("GM3",), unsafe_fixes=True))
+    assert unsafe.fixed == 1
+    assert 'torch._assert_async(torch.logical_not(labels.max() >= self.vocab_size), "label out of range")' \
+        in unsafe.source.decode()
+
+
 def test_sizes_unpacked_from_a_shape_are_scalars():
     source = """
         import torch

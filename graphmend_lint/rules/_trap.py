@@ -94,11 +94,15 @@ def flatten(node: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
 class Tensorize:
     """Classify conditions and rewrite them as 0-d tensor expressions (source text)."""
 
-    def __init__(self, facts, bindings, spell) -> None:
+    def __init__(self, facts, bindings, spell, allow_unproved: bool = False) -> None:
         self.facts = facts
         self.b = bindings
         self.spell = spell  # qualified name -> (spelling, needs_import)
         self.needs_import = False
+        # allow_unproved: a 0-d tensor compared with a value not proved to be a number is kept,
+        # and the missing proof is recorded (the caller makes the fix unsafe)
+        self.allow_unproved = allow_unproved
+        self.missing: list[str] = []
 
     def name(self, qualified: str) -> str:
         spelled, needs = self.spell(qualified)
@@ -213,6 +217,15 @@ class Tensorize:
         tensors = [o for o in ops if self.facts.value(o).is_tensor]
         return bool(tensors) and all(self.zero_dim(o) if o in tensors else self.scalar_static(o) for o in ops)
 
+    def _unproved_number(self, node: cst.BaseExpression) -> str | None:
+        """`t > self.limit` with `t` 0-d: the test is one value if `self.limit` is a number, which is not proved."""
+        if not (isinstance(node, cst.Comparison) and len(node.comparisons) == 1):
+            return None
+        for t, other in ((node.left, node.comparisons[0].comparator), (node.comparisons[0].comparator, node.left)):
+            if self.zero_dim(t) and not self.facts.value(other).is_tensor and isinstance(other, (cst.Name, cst.Attribute)):
+                return f"`{code(other)}` is not provably a Python number, so the condition is not provably a single value"
+        return None
+
     def pure(self, node: cst.BaseExpression) -> bool:
         """Every call in `node` is a known side-effect-free torch op."""
         calls: list[cst.Call] = []
@@ -258,7 +271,10 @@ class Tensorize:
         if self.kind(node) != "tensor":
             raise Refuse("the condition is not a tensor test")
         if not self.zero_dim(node):
-            raise Refuse("the condition is not provably a single value (a 0-d tensor)")
+            why = self._unproved_number(node) if self.allow_unproved else None
+            if why is None:
+                raise Refuse("the condition is not provably a single value (a 0-d tensor)")
+            self.missing.append(why)
         text = code(node)  # used as a call argument: no parentheses needed
         return text if "\n" not in text or node.lpar else f"({text})"
 

@@ -66,7 +66,10 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
 
     Unsafe for other exception types (a class defined or imported in the file): eager is
     unchanged, but `MyError(msg)` may format its message differently and code that catches
-    `MyError` around compiled calls would no longer see it.
+    `MyError` around compiled calls would no longer see it. Also unsafe when a 0-d tensor is
+    compared with an attribute or name not proved to be a Python number
+    (`labels.max() >= self.vocab_size`): if it held a tensor of several elements, `if` would
+    raise "ambiguous" while `_assert_async` would check every element.
 
     Measured on torch 2.13 with Inductor on CPU: the compiled `_assert_async` is kept and
     raises `RuntimeError(<message>)` at the call, also on the first bad call after good ones
@@ -85,7 +88,7 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
     more than one argument; the message is neither a string literal nor an f-string; the
     condition is not provably a single value (a 0-d tensor: `_assert_async` would check every
     element, where `if` raises "Boolean value of Tensor with more than one value is
-    ambiguous"); a trace-time test follows a tensor test; `torch.equal` appears other than as
+    ambiguous") and is not a 0-d tensor compared with a plain name or attribute; a trace-time test follows a tensor test; `torch.equal` appears other than as
     `not torch.equal(a, b)`; or `and`/`or` would evaluate a call Python may skip.
     """
 
@@ -186,6 +189,18 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
                     return x
             """
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Head(nn.Module):
+                def forward(self, logits, labels):
+                    if labels.max() >= self.vocab_size:
+                        raise ValueError("label out of range")
+                    return logits
+            """
+        ),
     ]
 
     def _chain_raises(self, node: cst.If) -> bool:
@@ -208,7 +223,7 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
         if func is None:
             return
         assert self.facts is not None
-        tz = _trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell)
+        tz = _trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell, allow_unproved=True)
         if tz.kind(node.test) != "tensor":
             return
         try:
@@ -268,6 +283,9 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
             for r in rest[1:]:
                 bad = f"{tz.name('torch.logical_and')}({bad}, {tz.truth(r)})"
             ok = f"{tz.name('torch.logical_not')}({bad})"
+        if tz.missing:
+            safety = base.Safety.UNSAFE
+            note += f"; unsafe fix: {'; '.join(tz.missing)}"
         return _trap.branches([(guard, [f"{assert_async}({ok}, {msg})"])]), safety, note
 
     def _exception(self, raise_: cst.Raise) -> tuple[cst.BaseExpression, str]:
