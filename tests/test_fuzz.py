@@ -88,11 +88,17 @@ def test_fuzz_regression(path):
     still fail (strict xfail), so the marker goes as soon as the rule is fixed."""
     source = path.read_text(encoding="utf-8")
     known = re.search(r'^KNOWN_FAILURE = "(.*)"$', source, re.M)
-    out = fuzzcheck.check_program(source, breaks=False)
+    breaks = re.search(r"^CHECK_BREAKS = True$", source, re.M) is not None
+    out = fuzzcheck.check_program(source, breaks=breaks)
     if known:
         assert out.failures, f"{path.name} passes now: remove KNOWN_FAILURE"
         pytest.xfail(known.group(1))
     assert not out.failures, out.failures
+    if breaks:  # the SAFE fix was compiled and counted (more breaks would be a failure above)
+        assert out.breaks is not None and out.breaks[1] <= out.breaks[0], out.breaks
+    if re.search(r"^UNSAFE_FIX_CHANGES_EAGER = True$", source, re.M):
+        # the program does tell the fix apart: the hazard the rule declines is real
+        assert out.unsafe_differs, "the UNSAFE fix no longer changes eager behaviour: the regression is moot"
 
 
 def test_oracle_catches_a_wrong_fix(monkeypatch):
