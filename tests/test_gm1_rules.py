@@ -132,3 +132,52 @@ def test_fix_keeps_comments_from_the_branches():
     for comment in ("# pick a scale", "# positive", "# double it", "# shift"):
         assert comment in out
     assert out.index("# shift") < out.index("y = torch.where(h.sum() > 0, h * 2, h - 1)")
+
+
+OBSERVED_HEAD = "import logging\nimport warnings\n\nlogger = logging.getLogger(__name__)\n" + HEAD
+IF = "if h.sum() > 0:\n    h = torch.tanh(h)\nelse:\n    h = h * 2\n"
+IFEXP = "h = torch.tanh(h) if h.sum() > 0 else h * 2\n"
+
+
+@pytest.mark.parametrize("branch", [IF, IFEXP], ids=["GM101", "GM102"])
+@pytest.mark.parametrize("later,safety,words", [
+    # the rebound name shown later: its grad_fn would read WhereBackward0 (tests/fuzz_regressions/GM101_1.py)
+    ("print('value', h)\n", "unsafe", "printed later (`print(...)`)"),
+    ("logger.info('h %s', h)\n", "unsafe", "logged later (`logger.info(...)`)"),
+    ("logging.warning('h %s', (h, x))\n", "unsafe", "logged later"),
+    ("warnings.warn(f'h={h}')\n", "unsafe", "warned about later"),
+    ("s = str(h)\n", "unsafe", "formatted later"),
+    ("s = 'h={}'.format(h)\n", "unsafe", "formatted later"),
+    ("s = f'{h!r}'\n", "unsafe", "f-string"),
+    ("g = h.grad_fn\n", "unsafe", "`h.grad_fn`"),
+    # what is shown is the same either way
+    ("print('value', h.shape, h.dtype, h.sum(), f'{h.shape}')\n", "safe", ""),
+    ("print('value', x)\n", "safe", ""),
+    ("h2 = h.log()\n", "safe", ""),
+])
+def test_observed_after_the_fix(branch, later, safety, words):
+    src = OBSERVED_HEAD + textwrap.indent(branch + later + "return h\n", " " * 8)
+    code = "GM101" if branch is IF else "GM102"
+    (f,) = [f for f in engine.check(src.encode(), Settings(unsafe_fixes=True)).findings if f.code == code]
+    assert f.safety.value == safety, f.message
+    assert words in f.message
+    if safety == "unsafe":
+        assert "WhereBackward0" in f.message or "grad_fn" in f.message
+
+
+@pytest.mark.parametrize("code,body", [
+    ("GM101", "if h.sum() > 0:\n    y = h\nelse:\n    y = h * 2\n"),
+    ("GM101", "if h.sum() > 0:\n    y = h.contiguous()\nelse:\n    y = h * 2\n"),
+    ("GM102", "y = h if h.sum() > 0 else h * 2\n"),
+])
+@pytest.mark.parametrize("later,safety", [
+    ("h.add_(1)\n", "unsafe"), ("h[0] = 0\n", "unsafe"), ("h += 1\n", "unsafe"),
+    ("torch.tanh(x, out=h)\n", "unsafe"), ("y.mul_(2)\n", "unsafe"), ("z = h + 1\n", "safe"),
+])
+def test_pass_through_alias_mutated_later(code, body, later, safety):
+    """`y` is the tensor `h` itself when that branch runs: a later in-place change of either reaches
+    the other; torch.where's new tensor it does not (tests/fuzz_regressions/GM101_3.py, GM102_2.py)."""
+    (f,) = findings(body + later + "return y, h\n", code)
+    assert f.safety.value == safety, f.message
+    if safety == "unsafe":
+        assert "modified in place later" in f.message
