@@ -181,3 +181,12 @@ def test_pass_through_alias_mutated_later(code, body, later, safety):
     assert f.safety.value == safety, f.message
     if safety == "unsafe":
         assert "modified in place later" in f.message
+
+
+def test_ifexp_shown_directly():
+    ternary = "(torch.tanh(h) if h.sum() > 0 else h * 2)"
+    shown = findings(f"print('v', {ternary})\ns = f'{{{ternary}}}'\nreturn h\n", "GM102")
+    assert [f.safety.value for f in shown] == ["unsafe", "unsafe"]
+    assert "printed" in shown[0].message and "f-string" in shown[1].message
+    (f,) = findings(f"return torch.relu{ternary}\n", "GM102")
+    assert f.safety.value == "safe", f.message
