@@ -331,18 +331,19 @@ def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
     out: set[str] = set()
     read: set[str] = set()
     body = func.body.body if isinstance(func.body, cst.IndentedBlock) else []
+    names: set[str] = set()
+
+    class V(cst.CSTVisitor):  # one class per call, not per statement
+        def visit_Name(self, n: cst.Name) -> None:
+            names.add(n.value)
+
     for stmt in body:
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
             assign = stmt.body[0]
             for t in assign.targets:
                 if isinstance(t.target, cst.Name) and t.target.value in params and t.target.value not in read:
                     out.add(t.target.value)
-        names = set()
-
-        class V(cst.CSTVisitor):
-            def visit_Name(self, n: cst.Name) -> None:
-                names.add(n.value)
-
+        names.clear()
         fastwalk.visit(stmt, V())
         read |= names & params
     return out
