@@ -37,6 +37,9 @@ class Outcome:
     unsafe_differs: bool = False  # an UNSAFE fix changed eager behaviour (allowed, counted)
     covered: float = 1.0  # share of the compiled code's lines run by the inputs
     breaks: tuple | None = None  # (before, after) when measured
+    # (before, after): breaks Dynamo cannot resume from (in a `try` block, ...), after which it skips
+    # the rest of the frame, which runs in eager
+    unresumable: tuple | None = None
     fixed_source: str = ""
 
     def fail(self, kind: str, detail: str) -> None:
@@ -221,14 +224,19 @@ def check_program(source: str, harness: str = "", *, eager: bool = True, breaks:
                 out.unsafe_differs = True
                 break
     if breaks and fixed.get("safe", source) != source:
-        out.breaks = _breaks(source, fixed["safe"], harness, inputs)
-        if out.breaks and out.breaks[1] > out.breaks[0]:
+        measured = _breaks(source, fixed["safe"], harness, inputs)
+        if measured:
+            out.breaks, out.unresumable = measured
+        # a fix that removes a break Dynamo could not resume from lets it trace code that ran in
+        # eager before: more graphs, less eager code (tests/fuzz_regressions/GM201_2.py)
+        if out.breaks and out.breaks[1] > out.breaks[0] and not out.unresumable[1] < out.unresumable[0]:
             out.fail("more-breaks", f"graph breaks {out.breaks[0]} -> {out.breaks[1]}")
     return out
 
 
-def _explain(fn, args) -> tuple[int, int]:
-    """(graphs, breaks) Dynamo reports for one call; a frame Dynamo skips entirely has 0 graphs."""
+def _explain(fn, args) -> tuple[int, int, int]:
+    """(graphs, breaks, unresumable breaks) Dynamo reports for one call; a frame Dynamo skips
+    entirely has 0 graphs."""
     torch._dynamo.reset()
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -237,7 +245,11 @@ def _explain(fn, args) -> tuple[int, int]:
     # explain counts graph_count - 1 breaks, and a resume frame that only hands a value on
     # compiles an empty graph (no op: tests/fuzz_regressions/GM201_1.py): count graphs with ops.
     graphs = sum(any(n.op.startswith("call_") for n in g.graph.nodes) for g in explanation.graphs)
-    return explanation.graph_count, max(graphs - 1, 0)
+    # "step_unsupported": compiled up to the last resumable state, the rest of the frame runs in
+    # eager (torch/_dynamo/symbolic_convert.py, step_graph_break)
+    unresumable = sum(r.reason == "step_unsupported" or "skipping the rest of the function" in r.reason
+                      for r in explanation.break_reasons)
+    return explanation.graph_count, max(graphs - 1, 0), unresumable
 
 
 def _breaks(source: str, fixed: str, harness: str, inputs: list) -> tuple | None:
@@ -245,12 +257,13 @@ def _breaks(source: str, fixed: str, harness: str, inputs: list) -> tuple | None
 
     A frame Dynamo skips entirely (a break inside a loop) runs all in eager: it counts as worse
     than any number of breaks, so a fix that lets it compile with some breaks left is no regression.
+    Returns ((before, after), (unresumable before, unresumable after)).
     """
     _, orig_fn, _ = _build(source, harness, "orig")
     for args in inputs:
         if _observe(orig_fn, args).error is None:
             _, orig_fn, _ = _build(source, harness, "orig")
             _, fixed_fn, _ = _build(fixed, harness, "safe")
-            (g0, b0), (g1, b1) = _explain(orig_fn, args), _explain(fixed_fn, args)
-            return (b0 if g0 else math.inf), (b1 if g1 else math.inf)
+            (g0, b0, u0), (g1, b1, u1) = _explain(orig_fn, args), _explain(fixed_fn, args)
+            return ((b0 if g0 else math.inf), (b1 if g1 else math.inf)), (u0, u1)
     return None
