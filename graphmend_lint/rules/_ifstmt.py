@@ -98,7 +98,7 @@ class _After(cst.CSTVisitor):
         return pos is not None and (pos.start.line, pos.start.column) >= self.after
 
     def visit_Call(self, node: cst.Call) -> None:
-        shown = self._shows(node) if self._late(node) else None
+        shown = self.shows(node) if self._late(node) else None
         if shown:
             for a in node.args:
                 self._observe(a.value, shown)
@@ -111,7 +111,7 @@ class _After(cst.CSTVisitor):
             if a.keyword is not None and a.keyword.value == "out" and isinstance(a.value, cst.Name) and self._late(node):
                 self.mutated.setdefault(a.value.value, code(node))
 
-    def _shows(self, call: cst.Call) -> str | None:
+    def shows(self, call: cst.Call) -> str | None:
         """How `call` shows its arguments (print, logging, warnings, str/repr/format), or None."""
         f = call.func
         b = self.rule.facts.bindings

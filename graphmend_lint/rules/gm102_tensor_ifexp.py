@@ -159,7 +159,7 @@ class TensorIfExpRule(base.GraphMendRule):
                 if isinstance(t, cst.Name):
                     missing += _ifstmt.rebind_proofs(after, t.value, sources, check_name=bool(sources))
         elif isinstance(parent, cst.Arg) and isinstance(self.parent(parent), cst.Call):
-            shown = after._shows(self.parent(parent))
+            shown = after.shows(self.parent(parent))
             if shown:
                 missing.append(f"the value is {shown.replace(' later', '')}: its grad_fn would show WhereBackward0")
         elif isinstance(parent, cst.FormattedStringExpression):
