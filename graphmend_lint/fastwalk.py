@@ -100,12 +100,40 @@ def _walk(root: cst.CSTNode, on_visit: Callable, on_leave: Callable, visitor: cs
     walk(root)
 
 
+def _hook(visitor: cst.CSTVisitor, name: str) -> Callable | None:
+    fn = getattr(visitor, name, None)
+    return None if fn is None or getattr(fn, "_is_no_op", False) else fn  # libcst's empty stubs
+
+
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """`node.visit(visitor)` for a read-only CSTVisitor, without rebuilding nodes."""
     if not isinstance(visitor, cst.CSTVisitor) or _has_attribute_hooks(visitor):
         node.visit(visitor)
         return
-    _walk(node, visitor.on_visit, visitor.on_leave, visitor)
+    cls = type(visitor)
+    if cls.on_visit is not cst.CSTVisitor.on_visit or cls.on_leave is not cst.CSTVisitor.on_leave:
+        _walk(node, visitor.on_visit, visitor.on_leave, visitor)
+        return
+    # CSTVisitor.on_visit/on_leave look up `visit_<Class>` per node; look up once per class instead
+    visits: dict[type, Callable | None] = {}
+    leaves: dict[type, Callable | None] = {}
+
+    def on_visit(n: cst.CSTNode) -> bool:
+        t = n.__class__
+        fn = visits.get(t, _MISSING)
+        if fn is _MISSING:
+            fn = visits[t] = _hook(visitor, "visit_" + t.__name__)
+        return fn is None or fn(n) is not False
+
+    def on_leave(n: cst.CSTNode) -> None:
+        t = n.__class__
+        fn = leaves.get(t, _MISSING)
+        if fn is _MISSING:
+            fn = leaves[t] = _hook(visitor, "leave_" + t.__name__)
+        if fn is not None:
+            fn(n)
+
+    _walk(node, on_visit, on_leave, visitor)
 
 
 def parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
