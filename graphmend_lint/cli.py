@@ -6,7 +6,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from . import __version__, docs, engine, output, parallel, prefilter, settings
+from . import __version__, docs, engine, output, parallel, prefilter, settings, skeleton
 from . import rules as rules_pkg
 from .files import iter_python_files
 
@@ -41,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache (.graphmend_cache/)")
     c.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: one per CPU)")
     c.add_argument("--no-prefilter", action="store_true",
-                   help="parse every file, also those without compiled code (slower; for debugging)")
+                   help="parse every file whole, also those without compiled code (slower; for debugging)")
+    c.add_argument("--no-skeleton", action="store_true",
+                   help="lint the whole of each file, not only the code rules can report on (slower; for debugging)")
 
     r = sub.add_parser("rule", help="print a rule's documentation")
     r.add_argument("code", nargs="?", help="e.g. GM201 (omit with --all)")
@@ -75,6 +77,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     errors = [f"{p}: no such file or directory" for p in missing]
     rows, fixed, diffs = [], 0, []
     prefilter.ENABLED = not args.no_prefilter
+    skeleton.ENABLED = not (args.no_prefilter or args.no_skeleton)
     found = list(iter_python_files(paths, s.root, s.exclude, args.force_exclude))
     outcomes = parallel.check_files(found, s, fix=args.fix, diff=args.diff, jobs=args.jobs,
                                     use_cache=not args.no_cache)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from . import engine, files, prefilter
+from . import engine, files, prefilter, skeleton
 from .settings import Settings
 
 # Larger files are refused: libcst needs minutes and gigabytes for them (1.4 MB: 80 s, 0.8 GB).
@@ -164,6 +164,21 @@ def _fix_error(source: bytes, path: Path, e: SyntaxError) -> str:
     return f"a fix produced code that does not compile ({e.msg}, line {e.lineno}); file left unchanged"
 
 
+def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool) -> engine.Result:
+    """engine.check; lint-only runs parse the skeleton (skeleton.py), or the whole file if it fails."""
+    if not fix:
+        try:
+            lean = skeleton.skeleton(source, tree, s.compiled_scope)
+        except Exception:  # the skeleton is an optimisation: never a reason to fail
+            lean = source
+        if lean != source:
+            try:
+                return engine.Result(engine.check(lean, s).findings, source, 0)
+            except cst.ParserSyntaxError:
+                pass
+    return engine.check(source, s, fix)
+
+
 def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False) -> FileOutcome:
     out = FileOutcome(path)
     try:
@@ -174,7 +189,7 @@ def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False) -
         return out
     try:
         if prefilter.may_have_findings(source, s.compiled_scope, tree):
-            result = _in_big_thread(engine.check, source, s, fix or diff)
+            result = _in_big_thread(_check, source, tree, s, fix or diff)
         else:  # no compiled code: no rule can report (see prefilter.py)
             result = engine.Result([], source, 0)
         changed = result.fixed > 0 and result.source != source

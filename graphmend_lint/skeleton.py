@@ -1,0 +1,240 @@
+"""Lint-only skeleton: blank the code no rule can report on or read, before libcst parses it.
+
+Every rule reports only in compiled code, and the analysis reads a few things outside it.
+From the runner's `ast` tree, a def (outside other defs) is kept whole when it may run compiled:
+it is named `forward` or `_defer.HELPER`, or (to a fixpoint) its name is used (Name, attribute
+name or identifier string) in module/class-level non-def code or in a def kept whole. Of the
+other defs, only the body statements the analysis reads in any function are kept: imports
+(Bindings merges all scopes) and attribute stores (`self.x = ...`: layer and logger facts read
+every method); the rest is dropped, and so are docstrings (string expression statements); a module- or
+class-level `NAME = "<string>"` keeps its name with the value `""` (no rule reads a string's
+content). Dropped lines become empty lines (`pass` where a block would be empty), so every kept
+line keeps its number and columns and the findings are the same. Files with a compile-call
+needle (`torch.compile`: any function may be a root), CR or form feeds, or a non-UTF-8 coding
+cookie are left whole. Lint only: never on --fix/--diff (fixes are made on the whole source).
+tests/test_speed_skeleton.py checks the findings with and without it.
+"""
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+
+from . import prefilter
+
+ENABLED = True  # `graphmend-lint check --no-prefilter` turns it off
+HELPER = "_graphmend_print"  # rules/_defer.HELPER: gm201 looks it up among the module's functions
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _compiles(tree: ast.Module) -> bool:
+    """Code that may name a compile function (`torch.compile`, `from torch import compile as c`)."""
+    needles = {n.decode() for n in prefilter._needles()}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id in needles or isinstance(n, ast.Attribute) and n.attr in needles:
+            return True
+        if isinstance(n, ast.alias) and needles & set(n.name.split(".")):
+            return True
+    return False
+
+
+def _whole_file(source: bytes, tree: ast.Module) -> bool:
+    if b"\r" in source or b"\x0c" in source:
+        return True
+    if b"torch" in source and any(n in source for n in prefilter._needles()) and _compiles(tree):
+        return True
+    try:
+        return tokenize.detect_encoding(io.BytesIO(source).readline)[0] != "utf-8"  # BOM: "utf-8-sig"
+    except SyntaxError:
+        return True
+
+
+def _used(node: ast.AST, out: set[str]) -> None:
+    """Every name a rule could follow from `node`: Names, attribute names, identifier strings."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
+            out.add(n.value)
+        elif isinstance(n, ast.alias):
+            out.update((n.name, n.asname or n.name))
+
+
+class _Def:
+    __slots__ = ("node", "used")
+
+    def __init__(self, node: ast.AST) -> None:
+        self.node = node
+        self.used: set[str] = set()
+        _used(node, self.used)
+
+
+def _blocks(node: ast.AST):
+    for f in _BLOCK_FIELDS:
+        block = getattr(node, f, None)
+        if isinstance(block, list) and block:
+            yield block
+
+
+def _children(stmt: ast.AST):
+    """Statements directly inside `stmt`'s blocks (handlers and match cases included)."""
+    for block in _blocks(stmt):
+        for s in block:
+            if isinstance(s, (ast.excepthandler, ast.match_case)):
+                yield from s.body
+            else:
+                yield s
+
+
+def _collect(tree: ast.Module) -> tuple[list[_Def], set[str]]:
+    """Top-most defs (not inside another def), and the names used by all other code."""
+    defs: list[_Def] = []
+    used: set[str] = set()
+
+    def visit(stmt: ast.AST) -> None:
+        if isinstance(stmt, _DEFS):
+            defs.append(_Def(stmt))
+            return
+        inner = list(_children(stmt))
+        if not inner:
+            _used(stmt, used)
+            return
+        for f, value in ast.iter_fields(stmt):  # the statement's own parts: tests, bases, decorators...
+            if f in _BLOCK_FIELDS:
+                for h in value:
+                    if isinstance(h, ast.excepthandler) and h.type is not None:
+                        _used(h.type, used)
+                    elif isinstance(h, ast.match_case):
+                        _used(h.pattern, used)
+                        if h.guard is not None:
+                            _used(h.guard, used)
+                continue
+            for v in value if isinstance(value, list) else [value]:
+                if isinstance(v, ast.AST):
+                    _used(v, used)
+        for s in inner:
+            visit(s)
+
+    for s in tree.body:
+        visit(s)
+    return defs, used
+
+
+def _compiled_defs(defs: list[_Def], used: set[str]) -> set[ast.AST]:
+    """Defs that may run compiled: `forward`, and (to a fixpoint) every def whose name kept code uses."""
+    kept: set[ast.AST] = set()
+    changed = True
+    while changed:
+        changed = False
+        for d in defs:
+            name = d.node.name  # type: ignore[attr-defined]
+            if d.node not in kept and (name in ("forward", HELPER) or name in used):
+                kept.add(d.node)
+                used |= d.used
+                changed = True
+    return kept
+
+
+def _read_anyway(node: ast.AST) -> bool:
+    """Code the analysis reads in any function: imports (Bindings), attribute stores (`self.x = ...`)."""
+    return any(isinstance(n, (ast.Import, ast.ImportFrom)) or (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load))
+               for n in ast.walk(node))
+
+
+class _Editor:
+    def __init__(self, source: bytes) -> None:
+        self.lines = source.split(b"\n")  # no CR (see _whole_file): offsets are UTF-8 bytes, like ast's
+
+    def whole_lines(self, stmt: ast.stmt) -> tuple[int, int] | None:
+        """(first, last) line numbers when `stmt` alone occupies them, else None."""
+        first = stmt.lineno
+        decorators = getattr(stmt, "decorator_list", None)
+        if decorators:
+            first = min(d.lineno for d in decorators)
+            if not self.lines[first - 1].lstrip().startswith(b"@"):
+                return None
+        elif self.lines[first - 1][:stmt.col_offset].strip():
+            return None
+        assert stmt.end_lineno is not None and stmt.end_col_offset is not None
+        rest = self.lines[stmt.end_lineno - 1][stmt.end_col_offset:].strip()
+        if rest and not rest.startswith(b"#"):
+            return None
+        return first, stmt.end_lineno
+
+    def blank(self, first: int, last: int, keep: bytes = b"") -> None:
+        for i in range(first - 1, last):
+            self.lines[i] = b""
+        self.lines[first - 1] = keep
+
+    def indent(self, line: int) -> bytes:
+        text = self.lines[line - 1]
+        return text[:len(text) - len(text.lstrip())]
+
+
+def _is_doc(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _string_assign(stmt: ast.stmt) -> bool:
+    return (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+            and stmt.value.lineno == stmt.lineno and stmt.value.end_lineno == stmt.end_lineno)
+
+
+def _reduce(stmt: ast.AST, ed: _Editor) -> bool:
+    """Blank the body statements of a def that never runs compiled, except those `_read_anyway`.
+
+    False (nothing blanked) when none can go; the def is then dropped or kept whole by the caller."""
+    body = stmt.body  # type: ignore[attr-defined]
+    if body[0].lineno == stmt.lineno or ed.whole_lines(stmt) is None:  # type: ignore[attr-defined]
+        return False
+    spans = [ed.whole_lines(s) if not _read_anyway(s) else None for s in body]
+    if not any(spans) or all(spans):
+        return False
+    for span in spans:
+        if span is not None:
+            ed.blank(*span)
+    return True
+
+
+def _edit(block: list, ed: _Editor, compiled: set, top: bool) -> None:
+    """Blank what can go in one block; a block left empty gets a `pass` on its first dropped line."""
+    dropped = []
+    for stmt in block:
+        if isinstance(stmt, (ast.excepthandler, ast.match_case)):
+            _edit(stmt.body, ed, compiled, top)
+            continue
+        is_def = isinstance(stmt, _DEFS)
+        if top and is_def and stmt not in compiled and not _read_anyway(stmt) or _is_doc(stmt):
+            span = ed.whole_lines(stmt)
+            if span is not None:
+                dropped.append((span, ed.indent(span[0])))
+                continue
+        if top and is_def and stmt not in compiled and _reduce(stmt, ed):
+            continue
+        if top and _string_assign(stmt) and ed.whole_lines(stmt) is not None and stmt.end_lineno != stmt.lineno:
+            v = stmt.value
+            line = ed.lines[stmt.lineno - 1][:v.col_offset] + b'""' + ed.lines[v.end_lineno - 1][v.end_col_offset:]
+            ed.blank(stmt.lineno, stmt.end_lineno, line)  # type: ignore[arg-type]
+            continue
+        for inner in _blocks(stmt):
+            _edit(inner, ed, compiled, top and not is_def)
+    for (first, last), _ in dropped:
+        ed.blank(first, last)
+    if dropped and len(dropped) == len(block):
+        (first, _), indent = dropped[0]
+        ed.lines[first - 1] = indent + b"pass"
+
+
+def skeleton(source: bytes, tree: ast.Module, compiled_scope: str = "reachable") -> bytes:
+    """`source` with the code no rule can report on or read blanked; `source` itself when unsure."""
+    if not ENABLED or compiled_scope != "reachable" or _whole_file(source, tree):
+        return source
+    defs, used = _collect(tree)
+    compiled = _compiled_defs(defs, used)
+    ed = _Editor(source)
+    _edit(tree.body, ed, compiled, True)
+    return b"\n".join(ed.lines)

@@ -1,0 +1,150 @@
+"""The lint-only skeleton (graphmend_lint/skeleton.py) changes no finding: same line, column,
+end, message, safety, fix range and fix availability as a lint of the whole file."""
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from graphmend_lint import engine, prefilter, runner, settings, skeleton
+from graphmend_lint.cli import main
+from graphmend_lint.rules import ALL_RULES
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = sorted(p for p in (ROOT / "tests/fixtures").rglob("*.py") if not p.name.endswith(".fixed.py"))
+OWN = sorted(p for p in ROOT.rglob("*.py") if ".venv" not in p.parts and "fixtures" not in p.parts
+             and not any(part.startswith(".") for part in p.relative_to(ROOT).parts))
+MODELS = ["llama", "bart", "t5", "whisper", "wav2vec2", "phi3"]
+S = replace(settings.Settings(), can_add_imports=True)
+
+
+def _key(findings: list) -> list:
+    return sorted((f.line, f.col, f.end_line, f.end_col, f.code, f.message, f.safety, f.fix_range,
+                   f.replacement is None, f.needs_torch_import) for f in findings)
+
+
+def _same(source: bytes, name: str) -> bool:
+    """Assert equal findings; True when the skeleton differs from the source (it was exercised)."""
+    try:
+        tree = runner.validate(source)
+    except (SyntaxError, runner.BadInput):
+        return False
+    if not prefilter.may_have_findings(source, S.compiled_scope, tree):
+        return False
+    lean = skeleton.skeleton(source, tree)
+    if lean == source:
+        return False
+    assert len(lean.split(b"\n")) == len(source.split(b"\n")), name  # every line keeps its number
+    for new, old in zip(lean.split(b"\n"), source.split(b"\n")):
+        assert new in (old, b"") or new.strip() == b"pass" or b'""' in new, (name, new)
+    whole = engine.check(source, S).findings
+    assert _key(runner._check(source, tree, S, False).findings) == _key(whole), name
+    return True
+
+
+def _transformers_models() -> list[Path]:
+    t = pytest.importorskip("transformers")
+    base = Path(t.__file__).parent / "models"
+    return [p for m in MODELS if (p := base / m / f"modeling_{m}.py").exists()]
+
+
+def test_fixtures_and_rule_examples():
+    used = sum(_same(p.read_bytes(), str(p)) for p in FIXTURES)
+    for rule in ALL_RULES:
+        for case in [*rule.VALID, *rule.INVALID]:
+            used += _same(textwrap.dedent(case.code).encode(), rule.CODE)
+    assert used > 20  # the skeleton is exercised, not skipped
+
+
+def test_own_source_files():
+    assert sum(_same(p.read_bytes(), str(p)) for p in OWN) > 5
+
+
+def test_large_transformers_models():
+    paths = _transformers_models()
+    assert len(paths) >= 5
+    for p in paths:
+        source = p.read_bytes()
+        assert _same(source, str(p))
+        lean = skeleton.skeleton(source, ast.parse(source))
+        assert lean.count(b"\n") == source.count(b"\n") and len(lean) < 0.8 * len(source)
+
+
+SAMPLE = b'''\
+import torch
+from torch import nn
+CONST = """a
+long docstring"""
+
+
+def helper(x):
+    """Doc."""
+    return x.sum()
+
+
+def unused(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+
+class M(nn.Module):
+    """Doc."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        print("made")
+
+    def extra(self):
+        return "x"
+
+    def forward(self, x):
+        """Doc."""
+        if x.sum() > 0:
+            return self.lin(helper(x))
+        return x
+'''
+
+
+def test_what_is_kept():
+    lean = skeleton.skeleton(SAMPLE, ast.parse(SAMPLE)).decode()
+    assert 'CONST = ""' in lean and "long docstring" not in lean  # a string constant keeps its name
+    assert "def helper" in lean and "return x.sum()" in lean  # called from forward
+    assert "def unused" not in lean and "def extra" not in lean
+    assert "self.lin = nn.Linear(2, 2)" in lean and 'print("made")' not in lean  # attribute stores stay
+    assert "Doc." not in lean and "if x.sum() > 0:" in lean
+    lines, old = lean.split("\n"), SAMPLE.decode().split("\n")
+    assert len(lines) == len(old)
+    assert lines.index("        if x.sum() > 0:") == old.index("        if x.sum() > 0:")
+    assert _same(SAMPLE, "sample")
+
+
+@pytest.mark.parametrize("source", [
+    b"import torch\nfrom torch import compile as c\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+    b"def f(x):\n    '''d'''\n    return x\n",
+    b"import torch\r\nclass M(torch.nn.Module):\r\n    def forward(self, x):\r\n        return x\r\ndef f():\r\n    pass\r\n",
+    b"# -*- coding: latin-1 -*-\nclass M(object):\n    def forward(self, x):\n        return x\ndef f():\n    pass\n",
+])
+def test_unusual_files_are_left_whole(source):
+    assert skeleton.skeleton(source, ast.parse(source)) == source
+
+
+def test_switch_and_fix_paths(tmp_path, monkeypatch, capsys):
+    (tmp_path / "pyproject.toml").write_text("[tool.graphmend]\n")
+    (tmp_path / "m.py").write_bytes(SAMPLE)
+    monkeypatch.chdir(tmp_path)
+    outs = []
+    for extra in ([], ["--no-skeleton"], ["--no-prefilter"]):
+        assert main(["check", ".", "--output-format", "json", "--exit-zero", "--no-cache", "-j", "1", *extra]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1] == outs[2] and outs[0]
+    assert skeleton.ENABLED is False  # --no-prefilter also turns the skeleton off
+    skeleton.ENABLED = True
+    fixed = runner.check_file(tmp_path / "m.py", S, fix=True)
+    assert fixed.error is None
+    assert b"long docstring" in (tmp_path / "m.py").read_bytes()  # --fix works on the whole source
