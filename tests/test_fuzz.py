@@ -102,6 +102,17 @@ def test_fuzz_regression(path):
         assert out.unsafe_differs, "the UNSAFE fix no longer changes eager behaviour: the regression is moot"
 
 
+def test_more_breaks_compares_eager_fallbacks_first():
+    """(breaks before, after), (eager fallbacks before, after): the cases the fuzz runs met."""
+    inf = float("inf")
+    assert fuzzcheck.more_breaks((2, 3), (0, 0))
+    assert fuzzcheck.more_breaks((0, inf), (0, 0))  # a fix that makes Dynamo skip the whole frame
+    assert fuzzcheck.more_breaks((3, 1), (0, 1))  # fewer graphs, but code now runs in eager
+    assert not fuzzcheck.more_breaks((2, 2), (0, 0))
+    assert not fuzzcheck.more_breaks((0, 4), (1, 0))  # seed 340: print in `try` guarded, the rest now traced
+    assert not fuzzcheck.more_breaks((0, inf), (1, 1))  # seed 371: in eager from the same loop break on
+
+
 def test_oracle_catches_a_wrong_fix(monkeypatch):
     source = ("import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
               "    def forward(self, x, mask=None):\n        print('x', x.shape)\n        return x * 2\n")
