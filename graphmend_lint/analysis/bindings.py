@@ -44,6 +44,16 @@ class _ImportCollector(cst.CSTVisitor):
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self._depth -= 1
 
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> bool:
+        for stmt in node.body:  # imports are small statements: their expressions need no walk
+            if isinstance(stmt, cst.Import):
+                self.visit_Import(stmt)
+            elif isinstance(stmt, cst.ImportFrom):
+                self.visit_ImportFrom(stmt)
+        return False
+
+    visit_SimpleStatementSuite = visit_SimpleStatementLine
+
     def _add(self, local: str, target: str) -> None:
         self.aliases[local] = target
         if self._depth == 0:

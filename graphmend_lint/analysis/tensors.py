@@ -363,5 +363,13 @@ def module_layer_attrs(cls: cst.ClassDef, b: Bindings) -> dict[str, str]:
                 if q and name and name.startswith("self.") and name.count(".") == 1:
                     out[name[5:]] = q
 
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> bool:
+            for stmt in node.body:  # assignments are small statements: their expressions need no walk
+                if isinstance(stmt, cst.Assign):
+                    self.visit_Assign(stmt)
+            return False
+
+        visit_SimpleStatementSuite = visit_SimpleStatementLine
+
     fastwalk.visit(cls, V())
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import fastwalk
 from ..analysis.bindings import Bindings, dotted
 from . import base, fixes
 
@@ -107,7 +108,7 @@ class LoggerFinder:
     def _assigns(self, node: cst.CSTNode, cache: dict) -> _Assigns:
         if node not in cache:
             visitor = _Assigns(node)
-            node.visit(visitor)
+            fastwalk.visit(node, visitor)
             cache[node] = visitor
         return cache[node]
 
