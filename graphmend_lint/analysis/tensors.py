@@ -337,12 +337,15 @@ def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
         def visit_Name(self, n: cst.Name) -> None:
             names.add(n.value)
 
-    for stmt in body:
+    def rebinds(stmt: cst.BaseStatement) -> list[str]:
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
-            assign = stmt.body[0]
-            for t in assign.targets:
-                if isinstance(t.target, cst.Name) and t.target.value in params and t.target.value not in read:
-                    out.add(t.target.value)
+            return [t.target.value for t in stmt.body[0].targets
+                    if isinstance(t.target, cst.Name) and t.target.value in params]
+        return []
+
+    last = max((i for i, stmt in enumerate(body) if rebinds(stmt)), default=-1)
+    for stmt in body[:last + 1]:  # what later statements read changes nothing
+        out.update(p for p in rebinds(stmt) if p not in read)
         names.clear()
         fastwalk.visit(stmt, V())
         read |= names & params
