@@ -105,6 +105,18 @@ def summarize(rows: list[dict], wall: float, args) -> dict:
     }
 
 
+def _break_tally(pairs: list) -> str:
+    """'fewer in a, same in b, more in c; x -> y breaks' ('skipped-frame': the frame ran in eager)."""
+    num = [(a, b) for a, b in pairs if isinstance(a, int) and isinstance(b, int)]
+    fewer = sum(b < a for a, b in num)
+    same = sum(b == a for a, b in num)
+    more = sum(b > a for a, b in num)
+    skipped = len(pairs) - len(num)
+    return (f"fewer breaks in {fewer}, the same in {same}, more graphs in {more} (counted with their eager "
+            f"fallbacks, see more_breaks in tests/fuzzcheck.py), a frame skipped before or after in {skipped}; "
+            f"{sum(a for a, _ in num)} -> {sum(b for _, b in num)} breaks where both compiled")
+
+
 def markdown(s: dict) -> str:
     lines = [
         "# Differential fuzzing (perf/fuzz.py)", "",
@@ -116,15 +128,17 @@ def markdown(s: dict) -> str:
         f"| crashes | {s['crashes']} |", f"| unparsable fixes | {s['unparsable_fixes']} |",
         f"| semantic mismatches of SAFE fixes | {s['mismatches']} |",
     ]
+    lines.append(f"| more graph breaks or eager fallbacks after SAFE fixes | {s['failures_by_kind'].get('more-breaks', 0)} |")
     for kind, n in s["failures_by_kind"].items():
-        if kind not in ("crash", "unparsable", "mismatch"):
+        if kind not in ("crash", "unparsable", "mismatch", "more-breaks"):
             lines.append(f"| {kind} | {n} |")
     lines += [
         "", f"SAFE fixes applied: {s['safe_fixes']} in {s['programs_with_safe_fixes']} programs; "
         f"UNSAFE fixes: {s['unsafe_fixes']} in {s['programs_with_unsafe_fixes']} programs, of which "
         f"{s['unsafe_fix_changed_eager_behaviour']} changed eager behaviour (allowed: that is why they are unsafe).",
         f"Mean share of compiled-code lines run by the inputs (every 10th program): {s['branch_line_coverage_mean']}.",
-        f"Graph breaks (before, after) on {s['explained']} compiled programs: {s['explained_breaks_before_after']}.",
+        f"Graph breaks (before, after) on {s['explained']} compiled programs: {_break_tally(s['explained_breaks_before_after'])} "
+        f"(pairs: {s['explained_breaks_before_after']}).",
         "", "Findings by code: " + ", ".join(f"{k} {v}" for k, v in s["findings_by_code"].items()), "",
         "Reproduce one program: `python -c \"import sys; sys.path.insert(0, 'tests'); import fuzzgen; "
         "p = fuzzgen.generate(fuzzgen.RandomChooser(SEED)); print(p.source + p.harness)\"`.",
