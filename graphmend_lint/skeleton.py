@@ -6,7 +6,7 @@ it is named `forward` or `_defer.HELPER`, or (to a fixpoint) its name is used (N
 name or identifier string) in module/class-level non-def code or in a def kept whole. Of the
 other defs, only the body statements the analysis reads in any function are kept: imports
 (Bindings merges all scopes) and attribute stores (`self.x = ...`: layer and logger facts read
-every method); the rest is dropped, and so are docstrings (string expression statements); a module- or
+every method); the rest is dropped, and so are docstrings (a string statement first in a module, class or def body); a module- or
 class-level `NAME = "<string>"` keeps its name with the value `""` (no rule reads a string's
 content). Dropped lines become empty lines (`pass` where a block would be empty), so every kept
 line keeps its number and columns and the findings are the same. Files with a compile-call
@@ -200,15 +200,19 @@ def _reduce(stmt: ast.AST, ed: _Editor) -> bool:
     return True
 
 
-def _edit(block: list, ed: _Editor, compiled: set, top: bool) -> None:
-    """Blank what can go in one block; a block left empty gets a `pass` on its first dropped line."""
+def _edit(block: list, ed: _Editor, compiled: set, top: bool, doc_block: bool = True) -> None:
+    """Blank what can go in one block; a block left empty gets a `pass` on its first dropped line.
+
+    `doc_block`: the body of a module, class or def, whose first string statement is a docstring
+    (a string statement elsewhere, e.g. in an `if` branch, is code the rules see)."""
     dropped = []
     for stmt in block:
         if isinstance(stmt, (ast.excepthandler, ast.match_case)):
-            _edit(stmt.body, ed, compiled, top)
+            _edit(stmt.body, ed, compiled, top, False)
             continue
         is_def = isinstance(stmt, _DEFS)
-        if top and is_def and stmt not in compiled and not _read_anyway(stmt) or _is_doc(stmt):
+        docstring = doc_block and stmt is block[0] and _is_doc(stmt)
+        if top and is_def and stmt not in compiled and not _read_anyway(stmt) or docstring:
             span = ed.whole_lines(stmt)
             if span is not None:
                 dropped.append((span, ed.indent(span[0])))
@@ -221,7 +225,8 @@ def _edit(block: list, ed: _Editor, compiled: set, top: bool) -> None:
             ed.blank(stmt.lineno, stmt.end_lineno, line)  # type: ignore[arg-type]
             continue
         for inner in _blocks(stmt):
-            _edit(inner, ed, compiled, top and not is_def)
+            _edit(inner, ed, compiled, top and not is_def,
+                  isinstance(stmt, (ast.ClassDef, *_DEFS)) and inner is stmt.body)  # type: ignore[attr-defined]
     for (first, last), _ in dropped:
         ed.blank(first, last)
     if dropped and len(dropped) == len(block):

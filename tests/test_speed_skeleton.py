@@ -148,3 +148,29 @@ def test_switch_and_fix_paths(tmp_path, monkeypatch, capsys):
     fixed = runner.check_file(tmp_path / "m.py", S, fix=True)
     assert fixed.error is None
     assert b"long docstring" in (tmp_path / "m.py").read_bytes()  # --fix works on the whole source
+
+
+def test_string_statements_in_compiled_code_are_kept():
+    """Only a docstring (first in a module, class or def body) goes: a string statement inside a
+    branch is code GM101 sees (it refuses the fix: a statement torch.where cannot express)."""
+    source = textwrap.dedent('''
+        """Module doc."""
+        import torch
+        from torch import nn
+
+
+        class M(nn.Module):
+            """Class doc."""
+
+            def forward(self, x):
+                """Forward doc."""
+                h = x * 2
+                if h.sum() > 0:
+                    "keep the scale"
+                    h = h * 3
+                return h
+        ''').encode()
+    lean = skeleton.skeleton(source, ast.parse(source)).decode()
+    assert '"keep the scale"' in lean
+    assert "Module doc." not in lean and "Class doc." not in lean and "Forward doc." not in lean
+    assert _same(source, "branch string")
