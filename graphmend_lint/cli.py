@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -136,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+    except BrokenPipeError:  # `graphmend-lint check . | head`: the reader left; no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's advice: so the flush at exit does not fail again
+        return EXIT_FINDINGS
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -157,3 +157,13 @@ def test_force_exclude_applies_to_named_files(project, capsys):
     (project / "pyproject.toml").write_text('[tool.graphmend]\nexclude = ["model.py"]\n')
     assert run(["check", "model.py"], project, capsys)[0] == 1
     assert run(["check", "--force-exclude", "model.py"], project, capsys)[0] == 0
+
+
+def test_closed_output_pipe_is_not_a_crash(project):
+    """`graphmend-lint check . | head`: the reader leaves; no traceback, the findings exit code."""
+    proc = subprocess.Popen([sys.executable, "-m", "graphmend_lint", "check", "--no-cache", str(project)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=project)
+    proc.stdout.close()  # nobody reads: the first write fails with EPIPE
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err
