@@ -23,7 +23,7 @@ import tokenize
 from . import prefilter
 
 ENABLED = True  # `graphmend-lint check --no-prefilter` turns it off
-HELPER = "_graphmend_print"  # rules/_defer.HELPER: gm201 looks it up among the module's functions
+HELPER = "_graphmend_print"  # fixes/defer.HELPER: gm201 looks it up among the module's functions
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 

@@ -10,7 +10,8 @@ from fixture_io import FIXTURES
 from fixit.testing import generate_lint_rule_test_cases
 
 from graphmend_lint import engine
-from graphmend_lint.rules import ALL_RULES, _trap
+from graphmend_lint.fixes import trap as _trap
+from graphmend_lint.rules import ALL_RULES
 from graphmend_lint.settings import Settings
 
 GM3 = Settings(select=("GM3",))

@@ -6,7 +6,6 @@ docstring (ruff's sections) and calls `self.flag(...)`. It must not override
 """
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -17,14 +16,9 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from .. import analysis, settings
 from ..analysis import context
+from ..fixes import Safety
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
-
-
-class Safety(str, enum.Enum):
-    SAFE = "safe"  # proved from the source to keep eager semantics: applied by --fix
-    UNSAFE = "unsafe"  # offered; applied only with --unsafe-fixes
-    NONE = "none"  # no fix offered
 
 
 @dataclass

@@ -4,7 +4,8 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from . import _ifstmt, _where, base
+from ..fixes import ifstmt, where
+from . import base
 
 
 class TensorIfRule(base.GraphMendRule):
@@ -173,12 +174,12 @@ class TensorIfRule(base.GraphMendRule):
         if func is None:
             return
         ff = self.facts.function(func)
-        tests = [t for t, _ in _ifstmt.arms(node) if t is not None]
-        flagged = [t for t in tests if _where.breaks_on(ff, t)]
-        if not flagged or context.in_loop(node, self.parent) or _ifstmt.raise_only(node):
+        tests = [t for t, _ in ifstmt.arms(node) if t is not None]
+        flagged = [t for t in tests if where.breaks_on(ff, t)]
+        if not flagged or context.in_loop(node, self.parent) or ifstmt.raise_only(node):
             return
-        prover = _where.Prover(self, node, func)
-        verdict, replacement = _ifstmt.plan(prover, node)
+        prover = where.Prover(self, node, func)
+        verdict, replacement = ifstmt.plan(prover, node)
         at = flagged[0]
         if verdict.refuse or replacement is None:
             self.flag(node, f"{self.MESSAGE}; no fix: {verdict.refuse}", at=at)

@@ -5,7 +5,8 @@ from fixit import Invalid, Valid
 from libcst.metadata import PositionProvider
 
 from ..analysis import context
-from . import _ifstmt, _where, base
+from ..fixes import ifstmt, where
+from . import base
 
 
 class TensorIfExpRule(base.GraphMendRule):
@@ -115,17 +116,17 @@ class TensorIfExpRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None or context.in_loop(node, self.parent):
             return
-        if not _where.breaks_on(self.facts.function(func), node.test):
+        if not where.breaks_on(self.facts.function(func), node.test):
             return
-        prover = _where.Prover(self, node, func)
+        prover = where.Prover(self, node, func)
         cond, verdict = prover.condition(node.test)
         body, orelse = node.body, node.orelse
         if cond is not None:
             verdict.add(prover.pair(body, orelse, can_guard=True))
             if verdict.guard:
                 name, on_true, on_false = verdict.guard
-                body = _where.guarded(prover, body, name, cond, True) if on_true else body
-                orelse = _where.guarded(prover, orelse, name, cond, False) if on_false else orelse
+                body = where.guarded(prover, body, name, cond, True) if on_true else body
+                orelse = where.guarded(prover, orelse, name, cond, False) if on_false else orelse
         if verdict.refuse or cond is None:
             self.flag(node, f"{self.MESSAGE}; no fix: {verdict.refuse}", at=node.test)
             return
@@ -148,16 +149,16 @@ class TensorIfExpRule(base.GraphMendRule):
         while up is not None and not isinstance(up, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             up = self.parent(up)
         pos = self.get_metadata(PositionProvider, up if up is not None else node)
-        after = _ifstmt._After(self, (pos.end.line, pos.end.column), func)
+        after = ifstmt._After(self, (pos.end.line, pos.end.column), func)
         func.visit(after)
-        sources = {a for a in (_ifstmt.alias_of(node.body), _ifstmt.alias_of(node.orelse)) if a}
+        sources = {a for a in (ifstmt.alias_of(node.body), ifstmt.alias_of(node.orelse)) if a}
         missing = []
         parent = self.parent(node)
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
             for t in targets:
                 if isinstance(t, cst.Name):
-                    missing += _ifstmt.rebind_proofs(after, t.value, sources, check_name=bool(sources))
+                    missing += ifstmt.rebind_proofs(after, t.value, sources, check_name=bool(sources))
         elif isinstance(parent, cst.Arg) and isinstance(self.parent(parent), cst.Call):
             shown = after.shows(self.parent(parent))
             if shown:

@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from . import _where, base
+from ..fixes import where
+from . import base
 
 
 class TensorWhileRule(base.GraphMendRule):
@@ -70,5 +71,5 @@ class TensorWhileRule(base.GraphMendRule):
 
     def visit_While(self, node: cst.While) -> None:
         func = self.compiled_function(node)
-        if func is not None and _where.breaks_on(self.facts.function(func), node.test):
+        if func is not None and where.breaks_on(self.facts.function(func), node.test):
             self.flag(node, self.MESSAGE, at=node.test)

@@ -4,7 +4,8 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from . import _ifstmt, _where, base
+from ..fixes import ifstmt, where
+from . import base
 
 
 class TensorIfInLoopRule(base.GraphMendRule):
@@ -76,15 +77,15 @@ class TensorIfInLoopRule(base.GraphMendRule):
         if func is None or not context.in_loop(node, self.parent):
             return
         ff = self.facts.function(func)
-        flagged = [t for t in tests if _where.breaks_on(ff, t)]
+        flagged = [t for t in tests if where.breaks_on(ff, t)]
         if flagged:
             self.flag(node, self.MESSAGE.format(func=func.name.value), at=flagged[0])
 
     def visit_If(self, node: cst.If) -> None:
         up = self.parent(node)
-        if isinstance(up, cst.If) and up.orelse is node or _ifstmt.raise_only(node):
+        if isinstance(up, cst.If) and up.orelse is node or ifstmt.raise_only(node):
             return
-        self._check(node, [t for t, _ in _ifstmt.arms(node) if t is not None])
+        self._check(node, [t for t, _ in ifstmt.arms(node) if t is not None])
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node, [node.test])

@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from . import _defer, _effects, base, fixes
+from ..fixes import build, defer, effects
+from . import base
 
 
 class PrintInCompiledCodeRule(base.GraphMendRule):
@@ -178,7 +179,7 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             return
         if self.settings.log_strategy == "defer" and self._defer(node):
             return
-        _effects.report(self, node, self.MESSAGE)
+        effects.report(self, node, self.MESSAGE)
 
     def _is_print(self, node: cst.Call) -> bool:
         if not (isinstance(node.func, cst.Name) and node.func.value == "print"):
@@ -189,16 +190,16 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
     # -- log-strategy = "defer" ------------------------------------------------
     def _defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.If] | None:
         assert self.facts is not None
-        if not self._is_print(call) or _effects.refusal(call, self.parent) is not None:
+        if not self._is_print(call) or effects.refusal(call, self.parent) is not None:
             return None
         func = self.compiled_function(call)
         assert func is not None
-        args = _defer.deferred_args(call, self.facts.function(func).value, self.spell("torch.Tensor")[0])
+        args = defer.deferred_args(call, self.facts.function(func).value, self.spell("torch.Tensor")[0])
         if args is None:
             return None
-        line = fixes.sole_statement_line(call, self.parent)
+        line = build.sole_statement_line(call, self.parent)
         assert line is not None
-        return line, _defer.site(line, args, self.spell("torch.compiler.is_compiling")[0])
+        return line, defer.site(line, args, self.spell("torch.compiler.is_compiling")[0])
 
     def _top(self, node: cst.CSTNode) -> cst.CSTNode:
         up = self.parent(node)
@@ -215,7 +216,7 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
         needs = self.spell("torch.compiler.is_compiling")[1]
         top = self._top(line)
         planned = self.__dict__.get("_helper_top")
-        if _defer.HELPER in self.facts.scope.index.functions or planned is not None:
+        if defer.HELPER in self.facts.scope.index.functions or planned is not None:
             self.flag(line, self.MESSAGE_DEFER, at=call, replacement=new, needs_torch_import=needs)
             return True
         # First deferred site of the module: its top-level statement is replaced by the
@@ -227,8 +228,8 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             return False
         self.__dict__["_helper_top"] = top
         sites = [s for s in (self._defer_site(c) for c in _calls(top)) if s is not None]
-        rewritten = top.visit(_defer.ReplaceLines(dict(sites)))
-        helper = _defer.helper(self.spell("torch.compiler.disable")[0],
+        rewritten = top.visit(defer.ReplaceLines(dict(sites)))
+        helper = defer.helper(self.spell("torch.compiler.disable")[0],
                                self.spell("torch._dynamo.config.reorderable_logging_functions")[0])
         helper[0] = helper[0].with_changes(leading_lines=[x for x in top.leading_lines if not x.comment])
         blank = [cst.EmptyLine(), cst.EmptyLine()]

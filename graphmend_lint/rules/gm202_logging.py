@@ -4,7 +4,8 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis.bindings import dotted
-from . import _effects, base
+from ..fixes import effects
+from . import base
 
 
 class LoggingInCompiledCodeRule(base.GraphMendRule):
@@ -188,9 +189,9 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
     def visit_Call(self, node: cst.Call) -> None:
         assert self.facts is not None
         func = node.func
-        if self.facts.bindings.qualify(func) in _effects.LOGGING_FUNCS:
+        if self.facts.bindings.qualify(func) in effects.LOGGING_FUNCS:
             is_log = True
-        elif isinstance(func, cst.Attribute) and func.attr.value in _effects.LOGGER_METHODS:
+        elif isinstance(func, cst.Attribute) and func.attr.value in effects.LOGGER_METHODS:
             is_log = None  # decided below, once we know the call is compiled
         else:
             return
@@ -198,10 +199,10 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
         if compiled is None:
             return
         if is_log is None:
-            finder = self.__dict__.setdefault("_loggers", _effects.LoggerFinder(self))
+            finder = self.__dict__.setdefault("_loggers", effects.LoggerFinder(self))
             assert isinstance(func, cst.Attribute)
             if not finder.is_logger(func.value, compiled):
                 return
         name = dotted(func) or "logger." + func.attr.value  # type: ignore[union-attr]
         message = f"`{name}()` in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()`"
-        _effects.report(self, node, message)
+        effects.report(self, node, message)

@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from . import _effects, base
+from ..fixes import effects
+from . import base
 
 
 class WarningsInCompiledCodeRule(base.GraphMendRule):
@@ -123,8 +124,8 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         assert self.facts is not None
-        if self.facts.bindings.qualify(node.func) not in _effects.WARN_FUNCS:
+        if self.facts.bindings.qualify(node.func) not in effects.WARN_FUNCS:
             return
         if self.compiled_function(node) is None:
             return
-        _effects.report(self, node, self.MESSAGE)
+        effects.report(self, node, self.MESSAGE)

@@ -4,7 +4,8 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from . import _trap, base
+from ..fixes import trap
+from . import base
 
 
 class RaiseOnTensorCheckRule(base.GraphMendRule):
@@ -223,62 +224,62 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
         if func is None:
             return
         assert self.facts is not None
-        tz = _trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell, allow_unproved=True)
+        tz = trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell, allow_unproved=True)
         if tz.kind(node.test) != "tensor":
             return
         try:
             compiled, safety, note = self._compiled_branch(node, tz)
-        except _trap.Refuse as why:
+        except trap.Refuse as why:
             self.flag(node, f"{self.MESSAGE}; no fix: {why}", at=node.test)
             return
         is_compiling = tz.name("torch.compiler.is_compiling")
-        self.flag(node, self.MESSAGE + note, at=node.test, replacement=_trap.eager_split(node, is_compiling, compiled),
+        self.flag(node, self.MESSAGE + note, at=node.test, replacement=trap.eager_split(node, is_compiling, compiled),
                   safety=safety, needs_torch_import=tz.needs_import)
 
-    def _compiled_branch(self, node: cst.If, tz: _trap.Tensorize) -> tuple[cst.If | cst.Else, base.Safety, str]:
+    def _compiled_branch(self, node: cst.If, tz: trap.Tensorize) -> tuple[cst.If | cst.Else, base.Safety, str]:
         assert self.facts is not None
         up = self.parent(node)
         if node.orelse is not None or (isinstance(up, cst.If) and up.orelse is node):
-            raise _trap.Refuse("the `if` is part of an `if`/`elif`/`else` chain")
+            raise trap.Refuse("the `if` is part of an `if`/`elif`/`else` chain")
         if context.in_try(node, self.parent):
-            raise _trap.Refuse("inside a `try` block, whose handlers would see RuntimeError under compile")
+            raise trap.Refuse("inside a `try` block, whose handlers would see RuntimeError under compile")
         body = node.body.body
         if len(body) != 1 or len(body[0].body) != 1:  # type: ignore[attr-defined]
-            raise _trap.Refuse("the body does more than raise")
+            raise trap.Refuse("the body does more than raise")
         line = body[0]
         raise_ = line.body[0]  # type: ignore[attr-defined]
         exc_type, message = self._exception(raise_)
         safety, note = base.Safety.SAFE, ""
-        if not (isinstance(exc_type, cst.Name) and exc_type.value in _trap.BUILTIN_EXCEPTIONS
+        if not (isinstance(exc_type, cst.Name) and exc_type.value in trap.BUILTIN_EXCEPTIONS
                 and self.facts.bindings.qualify(exc_type) is None
-                and not _trap.module_defines(self.facts.module, exc_type.value)):
+                and not trap.module_defines(self.facts.module, exc_type.value)):
             safety = base.Safety.UNSAFE
-            note = (f"; unsafe fix: `{_trap.code(exc_type)}` is not a builtin exception, so its message "
+            note = (f"; unsafe fix: `{trap.code(exc_type)}` is not a builtin exception, so its message "
                     "formatting is unknown and under compile RuntimeError is raised instead")
-        msg = _trap.literal(message)
-        conjuncts = _trap.flatten(node.test, cst.And)
+        msg = trap.literal(message)
+        conjuncts = trap.flatten(node.test, cst.And)
         kinds = [tz.kind(c) for c in conjuncts]
         n_static = next((i for i, k in enumerate(kinds) if k != "static"), len(kinds))
         guards, rest = conjuncts[:n_static], conjuncts[n_static:]
         if any(k != "tensor" for k in kinds[n_static:]):
-            raise _trap.Refuse("a trace-time test follows a tensor test")
-        guard = " and ".join(_trap.operand(g) for g in guards) or None
+            raise trap.Refuse("a trace-time test follows a tensor test")
+        guard = " and ".join(trap.operand(g) for g in guards) or None
         assert_async = tz.name("torch._assert_async")
         if len(rest) == 1 and isinstance(rest[0], cst.UnaryOperation) and isinstance(rest[0].operator, cst.Not) \
                 and tz.equal_args(rest[0].expression) is not None:
             a, b = tz.equal_args(rest[0].expression)  # type: ignore[misc]
             if not (tz.pure(a) and tz.pure(b)):
-                raise _trap.Refuse("the operands of `torch.equal` would be evaluated twice")
-            mismatch = f"{_trap.atom(a)}.shape != {_trap.atom(b)}.shape"
-            raise_text = _trap.code(line.with_changes(leading_lines=())).strip("\n")
+                raise trap.Refuse("the operands of `torch.equal` would be evaluated twice")
+            mismatch = f"{trap.atom(a)}.shape != {trap.atom(b)}.shape"
+            raise_text = trap.code(line.with_changes(leading_lines=())).strip("\n")
             cases = [(f"{guard} and {mismatch}" if guard else mismatch, [raise_text]),
-                     (guard, [f"{assert_async}(({_trap.atom(a)} == {_trap.atom(b)}).all(), {msg})"])]
-            return _trap.branches(cases), safety, note
+                     (guard, [f"{assert_async}(({trap.atom(a)} == {trap.atom(b)}).all(), {msg})"])]
+            return trap.branches(cases), safety, note
         if len(rest) == 1:
             ok = tz.negate(rest[0])
         else:
             if not all(tz.pure(r) for r in rest):
-                raise _trap.Refuse("`and`/`or` would evaluate a call that Python may skip")
+                raise trap.Refuse("`and`/`or` would evaluate a call that Python may skip")
             bad = tz.truth(rest[0])
             for r in rest[1:]:
                 bad = f"{tz.name('torch.logical_and')}({bad}, {tz.truth(r)})"
@@ -286,21 +287,21 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
         if tz.missing:
             safety = base.Safety.UNSAFE
             note += f"; unsafe fix: {'; '.join(tz.missing)}"
-        return _trap.branches([(guard, [f"{assert_async}({ok}, {msg})"])]), safety, note
+        return trap.branches([(guard, [f"{assert_async}({ok}, {msg})"])]), safety, note
 
     def _exception(self, raise_: cst.Raise) -> tuple[cst.BaseExpression, str]:
         """(exception type expression, message under compile) of `raise E(msg)`."""
         if raise_.exc is None:
-            raise _trap.Refuse("a bare `raise` re-raises the active exception")
+            raise trap.Refuse("a bare `raise` re-raises the active exception")
         cause = raise_.cause
         if cause is not None and not (isinstance(cause.item, cst.Name) and cause.item.value == "None"):
-            raise _trap.Refuse("`raise ... from <cause>`: the cause cannot be kept under compile")
+            raise trap.Refuse("`raise ... from <cause>`: the cause cannot be kept under compile")
         exc = raise_.exc
         if not isinstance(exc, cst.Call):
             return exc, ""
         if any(a.keyword is not None or a.star for a in exc.args) or len(exc.args) > 1:
-            raise _trap.Refuse("the exception is built from keyword or several arguments")
-        value = _trap.message_value(exc.args[0].value if exc.args else None)
+            raise trap.Refuse("the exception is built from keyword or several arguments")
+        value = trap.message_value(exc.args[0].value if exc.args else None)
         if value is None:
-            raise _trap.Refuse("the message is neither a string literal nor an f-string")
+            raise trap.Refuse("the message is neither a string literal nor an f-string")
         return exc.func, value[0]

@@ -4,7 +4,8 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from . import _trap, base
+from ..fixes import trap
+from . import base
 
 
 class AssertTensorMessageRule(base.GraphMendRule):
@@ -148,22 +149,22 @@ class AssertTensorMessageRule(base.GraphMendRule):
         if func is None:
             return
         assert self.facts is not None
-        tz = _trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell)
+        tz = trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell)
         if tz.kind(node.test) != "tensor":
             return
-        if _trap.is_constant_message(node.msg) and self._dynamo_rewrites(node.test, tz):
+        if trap.is_constant_message(node.msg) and self._dynamo_rewrites(node.test, tz):
             return
         try:
             line, test, msg = self._compiled_assert(node, tz)
-        except _trap.Refuse as why:
+        except trap.Refuse as why:
             self.flag(node, f"{self.MESSAGE}; no fix: {why}")
             return
-        compiled = _trap.branches([(None, [f"assert {test}" + (f", {msg}" if msg is not None else "")])])
+        compiled = trap.branches([(None, [f"assert {test}" + (f", {msg}" if msg is not None else "")])])
         is_compiling = tz.name("torch.compiler.is_compiling")
-        self.flag(line, self.MESSAGE, at=node, replacement=_trap.eager_split(line, is_compiling, compiled),
+        self.flag(line, self.MESSAGE, at=node, replacement=trap.eager_split(line, is_compiling, compiled),
                   safety=base.Safety.SAFE, needs_torch_import=tz.needs_import)
 
-    def _dynamo_rewrites(self, test: cst.BaseExpression, tz: _trap.Tensorize) -> bool:
+    def _dynamo_rewrites(self, test: cst.BaseExpression, tz: trap.Tensorize) -> bool:
         """Dynamo turns `assert <test>, "const"` into a graph assertion (measured on torch 2.13)."""
         if isinstance(test, cst.BooleanOperation):  # `m is None or t`: the trace-time part folds
             return tz.kind(test.left) == "static" and self._dynamo_rewrites(test.right, tz)
@@ -171,18 +172,18 @@ class AssertTensorMessageRule(base.GraphMendRule):
             return False
         return tz.facts.value(test).is_tensor
 
-    def _compiled_assert(self, node: cst.Assert, tz: _trap.Tensorize) -> tuple[cst.SimpleStatementLine, str, str | None]:
-        line = _trap.sole_line(node, self.parent)
+    def _compiled_assert(self, node: cst.Assert, tz: trap.Tensorize) -> tuple[cst.SimpleStatementLine, str, str | None]:
+        line = trap.sole_line(node, self.parent)
         if line is None:
-            raise _trap.Refuse("the assert shares its line with other statements")
+            raise trap.Refuse("the assert shares its line with other statements")
         if context.in_try(node, self.parent):
-            raise _trap.Refuse("inside a `try` block, whose handlers would see RuntimeError under compile")
-        value = _trap.message_value(node.msg)
+            raise trap.Refuse("inside a `try` block, whose handlers would see RuntimeError under compile")
+        value = trap.message_value(node.msg)
         if value is None:
-            raise _trap.Refuse("the message is neither a string literal nor an f-string")
-        msg = _trap.literal(value[0]) if node.msg is not None else None
+            raise trap.Refuse("the message is neither a string literal nor an f-string")
+        msg = trap.literal(value[0]) if node.msg is not None else None
         test = node.test
         if isinstance(test, cst.BooleanOperation) and not test.lpar and tz.kind(test.left) == "static":
             op = "and" if isinstance(test.operator, cst.And) else "or"  # the trace-time part stays Python
-            return line, f"{_trap.operand(test.left)} {op} {tz.truth(test.right)}", msg
+            return line, f"{trap.operand(test.left)} {op} {tz.truth(test.right)}", msg
         return line, tz.truth(test), msg

@@ -4,7 +4,8 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from . import _trap, base
+from ..fixes import trap
+from . import base
 
 # torch._check_tensor_all's message when none is given (torch 2.13).
 DEFAULT_CHECK_MESSAGE = ("Expected cond to be True, but got False. (Could this error message be improved? "
@@ -150,18 +151,18 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None:
             return
-        tz = _trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell)
+        tz = trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell)
         cond = self._arg(node, 0, "condition" if q == "torch._assert" else "cond")
         if cond is None or tz.kind(cond) != "tensor" and (q == "torch._assert" or tz.kind(cond) == "static"):
             return  # the condition of _check_tensor_all is a tensor by contract
         try:
             line, compiled_stmt = self._compiled(node, q, cond, tz)
-        except _trap.Refuse as why:
+        except trap.Refuse as why:
             self.flag(node, f"{self.MESSAGE}; no fix: {why}")
             return
         is_compiling = tz.name("torch.compiler.is_compiling")
-        compiled = _trap.branches([(None, [compiled_stmt])])
-        self.flag(line, self.MESSAGE, at=node, replacement=_trap.eager_split(line, is_compiling, compiled),
+        compiled = trap.branches([(None, [compiled_stmt])])
+        self.flag(line, self.MESSAGE, at=node, replacement=trap.eager_split(line, is_compiling, compiled),
                   safety=base.Safety.SAFE, needs_torch_import=tz.needs_import)
 
     @staticmethod
@@ -173,31 +174,31 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
                 return a.value
         return None
 
-    def _compiled(self, node: cst.Call, q: str, cond: cst.BaseExpression, tz: _trap.Tensorize) -> tuple[cst.SimpleStatementLine, str]:
+    def _compiled(self, node: cst.Call, q: str, cond: cst.BaseExpression, tz: trap.Tensorize) -> tuple[cst.SimpleStatementLine, str]:
         expr_stmt = self.parent(node)
         if not isinstance(expr_stmt, cst.Expr) or expr_stmt.value is not node:
-            raise _trap.Refuse("the call's value is used")
-        line = _trap.sole_line(expr_stmt, self.parent)
+            raise trap.Refuse("the call's value is used")
+        line = trap.sole_line(expr_stmt, self.parent)
         if line is None:
-            raise _trap.Refuse("the call shares its line with other statements")
+            raise trap.Refuse("the call shares its line with other statements")
         if context.in_try(node, self.parent):
-            raise _trap.Refuse("inside a `try` block, whose handlers would see another exception under compile")
+            raise trap.Refuse("inside a `try` block, whose handlers would see another exception under compile")
         if q == "torch._assert":
-            value = _trap.message_value(self._arg(node, 1, "message"))
+            value = trap.message_value(self._arg(node, 1, "message"))
             if value is None:
-                raise _trap.Refuse("the message is neither a string literal nor an f-string")
-            return line, f"assert {tz.truth(cond)}, {_trap.literal(value[0])}"
+                raise trap.Refuse("the message is neither a string literal nor an f-string")
+            return line, f"assert {tz.truth(cond)}, {trap.literal(value[0])}"
         message = self._arg(node, 1, "message")
         if message is None:
             text = DEFAULT_CHECK_MESSAGE
         elif isinstance(message, cst.Lambda) and not message.params.params \
-                and _trap.message_value(message.body) is not None:
-            text = _trap.message_value(message.body)[0]  # type: ignore[index]
+                and trap.message_value(message.body) is not None:
+            text = trap.message_value(message.body)[0]  # type: ignore[index]
         else:
-            raise _trap.Refuse("the message is not a `lambda` returning a string literal or f-string")
+            raise trap.Refuse("the message is not a `lambda` returning a string literal or f-string")
         compares = isinstance(cond, cst.Comparison) and len(cond.comparisons) == 1 and not isinstance(
             cond.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
         if tz.facts.value(cond).dtype != "bool" and not compares:
-            raise _trap.Refuse("the condition is not provably a bool tensor (eager raises on other dtypes)")
+            raise trap.Refuse("the condition is not provably a bool tensor (eager raises on other dtypes)")
         all_ = tz.name("torch.all")
-        return line, f"{tz.name('torch._assert_async')}({all_}({_trap.code(cond)}), {_trap.literal(text)})"
+        return line, f"{tz.name('torch._assert_async')}({all_}({trap.code(cond)}), {trap.literal(text)})"

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from . import _explain as X
+from ..analysis import explain as X
 from . import base
 
 

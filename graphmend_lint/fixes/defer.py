@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from . import fixes
+from . import build
 
 HELPER = "_graphmend_print"
 
@@ -82,7 +82,7 @@ def deferred_args(call: cst.Call, value, tensor_type: str) -> list[cst.Arg] | No
         elif kind == "tensor":
             out.append(cst.Arg(_snapshot(expr)))
         elif _pure_read(expr):  # a tensor or not: decided at trace time, where isinstance is static
-            test = cst.Call(cst.Name("isinstance"), [cst.Arg(expr), cst.Arg(fixes.expr(tensor_type))])
+            test = cst.Call(cst.Name("isinstance"), [cst.Arg(expr), cst.Arg(build.expr(tensor_type))])
             out.append(cst.Arg(cst.IfExp(test=test, body=_snapshot(expr), orelse=expr)))
         else:
             return None
@@ -91,7 +91,7 @@ def deferred_args(call: cst.Call, value, tensor_type: str) -> list[cst.Arg] | No
 
 def site(line: cst.SimpleStatementLine, args: list[cst.Arg], is_compiling: str) -> cst.If:
     """`if not is_compiling(): <line>` + `else: _graphmend_print(<args>)`."""
-    guarded = fixes.guard_statement(line, is_compiling)
+    guarded = build.guard_statement(line, is_compiling)
     deferred = cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Name(HELPER), args=_commas(args)))])
     return guarded.with_changes(orelse=cst.Else(body=cst.IndentedBlock(body=[deferred])))
 

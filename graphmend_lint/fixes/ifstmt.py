@@ -13,8 +13,8 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..analysis import context
-from . import _effects, _where
-from ._where import Verdict, code
+from . import effects, where
+from .where import Verdict, code
 
 
 def arms(node: cst.If) -> list[tuple[cst.BaseExpression | None, cst.BaseSuite]]:
@@ -32,7 +32,7 @@ def arms(node: cst.If) -> list[tuple[cst.BaseExpression | None, cst.BaseSuite]]:
 
 def raise_only(node: cst.If) -> bool:
     """Some arm raises: a validation check, reported by GM3xx (not a branch choice)."""
-    return any(isinstance(st, cst.Raise) for _, body in arms(node) for st in _where.body_statements(body))
+    return any(isinstance(st, cst.Raise) for _, body in arms(node) for st in where.body_statements(body))
 
 
 def _side_effect(stmt: cst.CSTNode) -> str:
@@ -118,14 +118,14 @@ class _After(cst.CSTVisitor):
         if isinstance(f, cst.Name) and f.value in _SHOWING:
             return f"{_SHOWING[f.value]} later (`{f.value}(...)`)"
         qual = b.qualify(f) or ""
-        if qual in _effects.LOGGING_FUNCS or qual in _effects.WARN_FUNCS:
+        if qual in effects.LOGGING_FUNCS or qual in effects.WARN_FUNCS:
             return f"{'logged' if qual.startswith('logging') else 'warned about'} later (`{code(f)}(...)`)"
         if isinstance(f, cst.Attribute):
             m = f.attr.value
             if m == "format" and isinstance(f.value, (cst.SimpleString, cst.ConcatenatedString)):
                 return "formatted later (`str.format(...)`)"
             # `.log` is also a tensor method: only on a known logger
-            if m in _effects.LOGGER_METHODS and (m != "log" or self.func is not None and _effects.LoggerFinder(
+            if m in effects.LOGGER_METHODS and (m != "log" or self.func is not None and effects.LoggerFinder(
                     self.rule).is_logger(f.value, self.func)):
                 return f"logged later (`{code(f)}(...)`)"
         return None
@@ -188,20 +188,20 @@ def _effect(stmt: cst.CSTNode, name: str) -> str | None:
     if isinstance(stmt, cst.SimpleStatementLine):
         for small in stmt.body:
             if isinstance(small, cst.Assign):
-                if name in _where.names_in(small.value):
+                if name in where.names_in(small.value):
                     return "read"
                 for t in small.targets:
                     if isinstance(t.target, cst.Name) and t.target.value == name:
                         return "kill"
-                    if name in _where.names_in(t.target):
+                    if name in where.names_in(t.target):
                         return "read"
             elif isinstance(small, (cst.Return, cst.Raise)):
-                return "read" if name in _where.names_in(small) else "kill"
-            elif name in _where.names_in(small):
+                return "read" if name in where.names_in(small) else "kill"
+            elif name in where.names_in(small):
                 return "read"
         return None
     if isinstance(stmt, cst.If):
-        if name in _where.names_in(stmt.test):
+        if name in where.names_in(stmt.test):
             return "read"
         body = _effect_seq(_statements(stmt.body), name)
         orelse = None
@@ -212,7 +212,7 @@ def _effect(stmt: cst.CSTNode, name: str) -> str | None:
         if "read" in (body, orelse):
             return "read"
         return "kill" if body == orelse == "kill" else None
-    return "read" if name in _where.names_in(stmt) else None  # loops, with, try: conservative
+    return "read" if name in where.names_in(stmt) else None  # loops, with, try: conservative
 
 
 def live_after(rule, node: cst.If, name: str) -> bool:
@@ -222,7 +222,7 @@ def live_after(rule, node: cst.If, name: str) -> bool:
         if isinstance(up, cst.FunctionDef):
             return False
         if isinstance(up, (cst.For, cst.While)):
-            return name in _where.names_in(up)
+            return name in where.names_in(up)
         if isinstance(up, cst.IndentedBlock):
             stmts = list(up.body)
             effect = _effect_seq(stmts[stmts.index(child) + 1:], name) if child in stmts else "read"
@@ -250,7 +250,7 @@ def _bound_before(rule, node: cst.If, func: cst.FunctionDef, name: str) -> bool:
                         elif isinstance(small, cst.AnnAssign) and small.value is not None:
                             targets = [small.target]
                         for t in targets:
-                            if name in _where.names_in(t) and not isinstance(t, (cst.Subscript, cst.Attribute)):
+                            if name in where.names_in(t) and not isinstance(t, (cst.Subscript, cst.Attribute)):
                                 return True
         if up is func:
             return False
@@ -262,7 +262,7 @@ def _ancestors(rule, node):
     return context.ancestors(node, rule.parent)
 
 
-def _pairs(prover: _where.Prover, v: Verdict, values: list, conds: list) -> list:
+def _pairs(prover: where.Prover, v: Verdict, values: list, conds: list) -> list:
     """Prove every value against the first; with one condition, apply the double-where guard."""
     single = len(values) == 2 and len(conds) == 1
     for other in values[1:]:
@@ -270,8 +270,8 @@ def _pairs(prover: _where.Prover, v: Verdict, values: list, conds: list) -> list
         v.add(pv)
         if single and pv.guard:
             base, on_true, on_false = pv.guard
-            values = [_where.guarded(prover, values[0], base, conds[0], True) if on_true else values[0],
-                      _where.guarded(prover, values[1], base, conds[0], False) if on_false else values[1]]
+            values = [where.guarded(prover, values[0], base, conds[0], True) if on_true else values[0],
+                      where.guarded(prover, values[1], base, conds[0], False) if on_false else values[1]]
     return values
 
 
@@ -294,12 +294,12 @@ def _comments(node: cst.If) -> list[cst.EmptyLine]:
     return [ln.with_changes(indent=True, whitespace=cst.SimpleWhitespace("")) for ln in out]
 
 
-def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | None]:
+def plan(prover: where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | None]:
     rule, ff = prover.rule, prover.ff
     v = Verdict()
     all_arms = arms(node)
     # a static leading conjunct of the first test stays a Python `if`
-    parts = _where.flatten(node.test, cst.And)
+    parts = where.flatten(node.test, cst.And)
     n_static = 0
     while n_static < len(parts) and ff.value(parts[n_static]).kind == "static":
         n_static += 1
@@ -324,7 +324,7 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
                 built = c if built is None else prover.call("torch.logical_and", built, c)
             conds.append(built)
             continue
-        if not _where.breaks_on(ff, test):
+        if not where.breaks_on(ff, test):
             v.refuse = f"`elif {code(test)}` is a static test among tensor tests"
             return v, None
         c, cv = prover.condition(test, always=i == 0)
@@ -334,7 +334,7 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
         conds.append(c)
 
     # each arm: setup assignments, then results (assignments) or a final return
-    bodies = [_where.body_statements(body) for _, body in all_arms]
+    bodies = [where.body_statements(body) for _, body in all_arms]
     has_else = all_arms[-1][0] is None
     returns = [bool(b) and isinstance(b[-1], cst.Return) for b in bodies]
     if any(returns) and not (all(returns) and has_else):
@@ -359,10 +359,10 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
             return v, None
     # setups: hoisted, so each name must be private to its arm and come before the results
     setups: list[cst.Assign] = []
-    test_names = set().union(*(_where.names_in(t) for t, _ in all_arms if t is not None))
+    test_names = set().union(*(where.names_in(t) for t, _ in all_arms if t is not None))
     for k, (stmts, arm) in enumerate(zip(bodies, assigned)):
         seen_result = False
-        others = set().union(set(), *(_where.names_in(s) for j, b in enumerate(bodies) if j != k for s in b))
+        others = set().union(set(), *(where.names_in(s) for j, b in enumerate(bodies) if j != k for s in b))
         for s, (name, value) in zip([s for s in stmts if isinstance(s, cst.Assign)], arm):
             if name in results:
                 seen_result = True
@@ -385,7 +385,7 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
             v.refuse = "a name is assigned twice in one branch"
             return v, None
         for n, value in arm:
-            if n in results and (_where.names_in(value) & set(results)) - {n}:
+            if n in results and (where.names_in(value) & set(results)) - {n}:
                 v.refuse = f"`{n} = {code(value)}` reads another name the branches assign"
                 return v, None
 
@@ -444,7 +444,7 @@ def plan(prover: _where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | 
         test = prefix[0]
         for p in prefix[1:]:
             test = cst.BooleanOperation(test, cst.And(), p)
-        return v, cst.If(test=_where.strip_parens(test) if len(prefix) == 1 else test,
+        return v, cst.If(test=where.strip_parens(test) if len(prefix) == 1 else test,
                          body=cst.IndentedBlock(body=new), leading_lines=node.leading_lines)
     new[0] = new[0].with_changes(leading_lines=[*node.leading_lines, *new[0].leading_lines])
     return v, new

@@ -10,7 +10,8 @@ import libcst as cst
 
 from .. import fastwalk
 from ..analysis.bindings import Bindings, dotted
-from . import base, fixes
+from . import build
+from .safety import Safety
 
 LEVELS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal")
 # Logger methods, plus the `*_once` wrappers (transformers' warning_once/info_once) and
@@ -100,7 +101,7 @@ def _only_factories(pairs: list[tuple[str, cst.BaseExpression]], name: str, b: B
 class LoggerFinder:
     """Decides whether `recv.method(...)` is a call on a logger, per rule instance (cached)."""
 
-    def __init__(self, rule: base.GraphMendRule) -> None:
+    def __init__(self, rule) -> None:
         self.rule = rule
         self._funcs: dict[cst.FunctionDef, _Assigns] = {}
         self._classes: dict[cst.ClassDef, _Assigns] = {}
@@ -184,20 +185,20 @@ def refusal(call: cst.Call, parent) -> str | None:
     return None
 
 
-def report(rule: base.GraphMendRule, call: cst.Call, message: str) -> None:
+def report(rule, call: cst.Call, message: str) -> None:
     """Flag `call` (already known to be print/logging/warnings in compiled scope)."""
     reason = refusal(call, rule.parent)
     if reason is not None:
         rule.flag(call, f"{message} (no fix: {reason})")
         return
-    line = fixes.sole_statement_line(call, rule.parent)
+    line = build.sole_statement_line(call, rule.parent)
     assert line is not None
     spelled, needs_import = rule.spell("torch.compiler.is_compiling")
     rule.flag(
         line,
         message,
         at=call,
-        replacement=fixes.guard_statement(line, spelled),
-        safety=base.Safety.SAFE,
+        replacement=build.guard_statement(line, spelled),
+        safety=Safety.SAFE,
         needs_torch_import=needs_import,
     )

@@ -8,8 +8,9 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..analysis import Value, context
-from ..analysis.bindings import dotted
+from . import context
+from .bindings import dotted
+from .tensors import Value
 
 
 def value(rule, node: cst.CSTNode, expr: cst.BaseExpression) -> Value | None:
