@@ -5,7 +5,7 @@ import ast
 import os
 import sysconfig
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from .recorder import Break
@@ -21,7 +21,7 @@ class Site:
     findings: list = field(default_factory=list)  # ours on that statement, best fix first
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tree(path: str) -> ast.Module | None:
     try:
         return ast.parse(Path(path).read_bytes())

@@ -20,7 +20,7 @@ from pathlib import Path
 BREAK_RE = re.compile(r"Graph break (?:\(.*?\) )?in user code at (?P<file>.+):(?P<line>\d+)")
 GB_RE = re.compile(r"/gb/gb(\d{4})\.html")
 GB_URL = "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb{}.html"
-FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)', re.MULTILINE)
+FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?', re.MULTILINE)
 SKIPPED_RE = re.compile(r"frame skipped: (?P<func>\S+) \((?P<file>.+) line (?P<line>\d+)\)")
 RECOMPILE_RE = re.compile(r"Recompiling function (?P<func>\S+) in (?P<file>.+):(?P<line>\d+)")
 LIMIT_RE = re.compile(r"hit config\.(?P<limit>\w+) .*?function: '(?P<func>[^']+)' \((?P<file>.+):(?P<line>\d+)\)",
@@ -59,6 +59,8 @@ class Event:
     file: str
     line: int
     reason: str = ""
+    at_file: str = ""  # for a frame skip: the break that made Dynamo give up on the frame
+    at_line: int = 0
 
 
 def _registry() -> dict[str, str]:
@@ -111,8 +113,12 @@ class Recorder(logging.Handler):
         self.fallbacks += any(m in low for m in EAGER_FALLBACK)
         if (b := parse_break(msg, self._registry)) is not None:
             self.breaks.append(b)
-            if (s := SKIPPED_RE.search(msg)) is not None:
-                self.skips.append(Event(s["func"], s["file"], int(s["line"]), b.reason))
+            if (s := SKIPPED_RE.search(msg)) is not None:  # "frame skipped: f (file line 3)"
+                self.skips.append(Event(s["func"], s["file"], int(s["line"]), b.reason, b.file, b.line))
+            elif b.frame_skip:  # the function holding the break: the innermost frame of the traceback
+                inner = [f for f in FRAME_RE.finditer(msg) if f["file"] == b.file and f["func"]]
+                name = inner[-1]["func"] if inner else "?"
+                self.skips.append(Event(name, b.file, b.line, b.reason, b.file, b.line))
         elif (m := RECOMPILE_RE.search(msg)) is not None:
             why = " ".join(" ".join(msg.splitlines()[2:3]).split("  #")[0].split()).lstrip("- ")
             self.recompiles.append(Event(m["func"], m["file"], int(m["line"]), why))

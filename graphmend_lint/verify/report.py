@@ -68,7 +68,8 @@ def as_text(v: Verdict, s: Settings, fixed: FixedRun | None, after: Verdict | No
             out.append("    -> not found statically")
     if v.run.skips:
         out += ["", "Frame skips (Dynamo ran these functions in eager):"]
-        out += [f"  {_where(e)}: {e.reason}" for e in v.run.skips]
+        out += [f"  {_where(e)}: {e.reason}" + (f" at {show(e.at_file)}:{e.at_line}" if e.at_line else "")
+                for e in v.run.skips]
     if v.run.recompiles:
         out += ["", f"Recompilations: {len(v.run.recompiles)}"]
         out += [f"  {_where(e)}: {e.reason}" for e in v.run.recompiles[:10]]
