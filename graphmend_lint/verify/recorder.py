@@ -15,6 +15,7 @@ import json
 import logging
 import re
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 
 BREAK_RE = re.compile(r"Graph break (?:\(.*?\) )?in user code at (?P<file>.+):(?P<line>\d+)")
@@ -63,6 +64,7 @@ class Event:
     at_line: int = 0
 
 
+@cache
 def _registry() -> dict[str, str]:
     import torch._dynamo
 
@@ -177,7 +179,8 @@ class Recorder(logging.Handler):
         return list(sites.values())
 
     def to_json(self) -> dict:
-        return {"breaks": [asdict(b) for b in self.sites()], "skips": [asdict(e) for e in self.skips],
+        skips = list({(e.function, e.file, e.line, e.at_line): e for e in self.skips}.values())
+        return {"breaks": [asdict(b) for b in self.sites()], "skips": [asdict(e) for e in skips],
                 "recompiles": [asdict(e) for e in self.recompiles], "traced": [asdict(e) for e in self.traced],
                 "graphs": self.graphs, "fallbacks": self.fallbacks}
 
