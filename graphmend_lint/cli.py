@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="run a script under torch.compile and match its real graph breaks")
     v.add_argument("--compare-fix", action="store_true", help="run it again on a fixed temporary copy")
     v.add_argument("--unsafe-fixes", action="store_true", help="with --compare-fix, apply unsafe fixes too")
+    v.add_argument("--fix-packages", action="store_true",
+                   help="with --compare-fix, also fix copies of the installed packages that hold findings")
     v.add_argument("--output-format", choices=["text", "json"], default="text")
     v.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE", help="run a module (as python -m)")
     v.add_argument("script", nargs="?", help="the script to run; what follows it goes to the script")

@@ -45,7 +45,7 @@ def command(args: argparse.Namespace, s) -> int:
     fixed = after = None
     if args.compare_fix and error is None:
         with tempfile.TemporaryDirectory(prefix="graphmend-verify-fix-") as tmp:
-            fixed = fixcopy.compare(target, v.findings, s, tmp)
+            fixed = fixcopy.compare(target, v.findings, s, tmp, packages=args.fix_packages)
             after = run.verdict(fixed.run, s)
         if fixed.run.status != before.status:
             error = (f"the fixed copy exited with status {fixed.run.status} (the original: {before.status}); "

@@ -4,9 +4,10 @@ The copied folder (the root) is the script's folder, or the working directory fo
 the nearest folder that also holds every file with a finding outside installed packages. The child
 runs in the copy with the copied script folder first on sys.path (as `python SCRIPT` would), the
 working directory and PYTHONPATH entries inside the root moved into the copy. Limits: files outside
-the root (installed packages such as transformers) are not fixed; a package installed in editable
-mode is imported from the copy only when its folder comes first on sys.path; the child reports the
-files it still loaded from the original root, and they are listed.
+the root (installed packages such as transformers) are not fixed, unless `--fix-packages` copies
+each installed package that holds a fix (the whole top-level package) and puts the copies first on
+PYTHONPATH; a package installed in editable mode is imported from the copy only when its folder
+comes first on sys.path. The child reports the files it still loaded from the originals: listed.
 """
 from __future__ import annotations
 
@@ -30,7 +31,15 @@ class FixedRun:
     fixed: dict[str, int] = field(default_factory=dict)  # file (in the user's tree) -> fixes applied
     errors: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)  # files with fixes we could not apply (not copied)
+    moves: list[tuple[str, str]] = field(default_factory=list)  # (original folder, its copy)
     run: Run | None = None
+
+    def original(self, path: str) -> str:
+        """The user's path of a file in one of the copies."""
+        for orig, copy in self.moves:
+            if _inside(path, copy):
+                return orig + path[len(copy):]
+        return path
 
 
 def _inside(path: str, root: str) -> bool:
@@ -39,34 +48,58 @@ def _inside(path: str, root: str) -> bool:
 
 def choose_root(target: Target, files: list[str]) -> str:
     base = os.path.realpath(os.path.dirname(target.script) if target.script else os.getcwd())
-    mine = [f for f in files if "site-packages" not in f and "dist-packages" not in f]
+    mine = [f for f in files if not _installed(f)]
     root = os.path.commonpath([base, *mine]) if mine else base
     return base if root in (os.sep, os.path.expanduser("~")) else root
 
 
-def _move(path: str, root: str, copy: str) -> str:
+def _installed(path: str) -> tuple[str, str] | None:
+    """(site-packages folder, top-level package or module) of an installed file, else None."""
+    for marker in ("site-packages", "dist-packages"):
+        head, sep, rest = path.partition(os.sep + marker + os.sep)
+        if sep:
+            return head + os.sep + marker, rest.split(os.sep)[0]
+    return None
+
+
+def _move(path: str, moves: list[tuple[str, str]]) -> str:
     real = os.path.realpath(path)
-    return os.path.join(copy, os.path.relpath(real, root)) if _inside(real, root) else path
+    for orig, copy in moves:
+        if _inside(real, orig):
+            return os.path.join(copy, os.path.relpath(real, orig))
+    return path
 
 
-def compare(target: Target, findings: dict[str, list], s: Settings, tmp: str) -> FixedRun:
-    """Copy the root into `tmp`, apply the allowed fixes there, and run the target on the copy."""
+def compare(target: Target, findings: dict[str, list], s: Settings, tmp: str, packages: bool = False) -> FixedRun:
+    """Copy the root into `tmp`, apply the allowed fixes there, and run the target on the copy.
+    With `packages`, the installed packages holding fixes are copied too, first on PYTHONPATH."""
     with_fix = {p: fs for p, fs in findings.items() if any(engine.applicable(f, s) for f in fs)}
     root = choose_root(target, list(with_fix))
     copy = os.path.join(tmp, os.path.basename(root) or "root")
-    out = FixedRun(root, copy, outside=sorted(p for p in with_fix if not _inside(p, root)))
+    out = FixedRun(root, copy, moves=[(root, copy)])
     shutil.copytree(root, copy, ignore=IGNORE, symlinks=True)
-    for path in sorted(p for p in with_fix if _inside(p, root)):
-        res = runner.check_file(Path(_move(path, root, copy)), s, fix=True)
+    site = os.path.join(tmp, "site-packages")
+    for where in sorted({_installed(p) for p in with_fix if not _inside(p, root)} - {None}) if packages else []:
+        src, dst = os.path.join(*where), os.path.join(site, where[1])
+        if os.path.isdir(src):
+            shutil.copytree(src, dst, ignore=IGNORE, symlinks=True)
+        else:
+            os.makedirs(site, exist_ok=True)
+            shutil.copy2(src, dst)
+        out.moves.append((src, dst))
+    for path in sorted(with_fix):
+        moved = _move(path, out.moves)
+        if moved == path:
+            out.outside.append(path)
+            continue
+        res = runner.check_file(Path(moved), s, fix=True)
         if res.error:
             out.errors.append(f"{path}: {res.error}")
         elif res.fixed:
             out.fixed[path] = res.fixed
-    cwd = _move(os.getcwd(), root, copy)
-    moved = Target(_move(target.script, root, copy) if target.script else None, target.module, target.args)
-    env = {}
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.pathsep.join(_move(p, root, copy) if p else p
-                                            for p in os.environ["PYTHONPATH"].split(os.pathsep))
-    out.run = run_child(moved, cwd=cwd, watch=(root,), env=env)
+    cwd = _move(os.getcwd(), out.moves[:1])
+    moved = Target(_move(target.script, out.moves[:1]) if target.script else None, target.module, target.args)
+    paths = [site] if len(out.moves) > 1 else []
+    paths += [_move(p, out.moves[:1]) if p else p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    out.run = run_child(moved, cwd=cwd, watch=tuple(o for o, _ in out.moves), env={"PYTHONPATH": os.pathsep.join(paths)})
     return out

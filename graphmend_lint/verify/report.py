@@ -96,14 +96,16 @@ def _compare_text(v: Verdict, s: Settings, fixed: FixedRun, after: Verdict | Non
            f"temporary copy of {show(fixed.root) if show(fixed.root) != '.' else fixed.root} "
            "(your files are unchanged)"]
     out += [f"  fixed: {show(p)} ({k})" for p, k in fixed.fixed.items()]
-    out += [f"  not fixed (outside the copied folder): {show(p)}" for p in fixed.outside]
+    out += [f"  also copied and fixed: installed package {show(o)}" for o, _ in fixed.moves[1:]]
+    out += [f"  not fixed (outside the copied folder{'' if fixed.moves[1:] else '; see --fix-packages'}): {show(p)}"
+            for p in fixed.outside]
     out += [f"  error: {e}" for e in fixed.errors]
     out += [f"  warning: still imported from your folder, not the copy: {show(p)}" for p in fixed.run.loaded]
     if after is None:
         return out
     b, a = counts(v, s), counts(after, s)
     out.append(f"  {'':16}before  after")
-    out += [f"  {k.replace('_', ' '):16}{b[k]:>6} {a[k]:>6}" for k in ("runtime_breaks", "graphs", "recompiles")]
+    out += [f"  {k.replace('_', ' '):16}{b[k]:>6} {a[k]:>6}" for k in ("runtime_breaks", "graphs", "recompiles", "frame_skips")]
     same = v.run.stdout == fixed.run.stdout
     out.append(f"  stdout: {'same' if same else 'differs'}; exit status: {v.run.status} -> {fixed.run.status}"
                f" ({'same' if v.run.status == fixed.run.status else 'DIFFERS'})")
@@ -114,7 +116,7 @@ def _compare_text(v: Verdict, s: Settings, fixed: FixedRun, after: Verdict | Non
         if any(f.code.startswith("GM2") and engine.applicable(f, s) for p in fixed.fixed for f in v.findings[p]):
             out.append("    (expected where a print/logging call was guarded: it then runs in eager only)")
     for site in after.sites:
-        where = fixed.root + site.path[len(fixed.copy):] if site.path.startswith(fixed.copy) else site.path
+        where = fixed.original(site.path)
         out.append(f"  still breaks: {show(where)}:{site.line} (in the fixed copy): {site.brk.gb or ''} {site.brk.reason}")
     return out
 
@@ -143,8 +145,11 @@ def as_json(v: Verdict, s: Settings, fixed: FixedRun | None, after: Verdict | No
     if fixed is not None and after is not None:
         a = counts(after, s)
         obj["after_fix"] = {"runtime_breaks": a["runtime_breaks"], "graphs": a["graphs"],
-                            "recompiles": a["recompiles"], "same_stdout": v.run.stdout == fixed.run.stdout,
+                            "recompiles": a["recompiles"], "frame_skips": a["frame_skips"],
+                            "same_stdout": v.run.stdout == fixed.run.stdout,
                             "same_status": v.run.status == fixed.run.status, "status": fixed.run.status,
                             "fixes_applied": sum(fixed.fixed.values()),
-                            "files_fixed": [show(p) for p in fixed.fixed], "not_fixed": [show(p) for p in fixed.outside]}
+                            "files_fixed": [show(p) for p in fixed.fixed], "not_fixed": [show(p) for p in fixed.outside],
+                            "still_breaks": [f"{show(fixed.original(x.path))}:{x.line}" for x in after.sites],
+                            "loaded_from_originals": [show(p) for p in fixed.run.loaded]}
     return json.dumps(obj, indent=2)
