@@ -47,7 +47,9 @@ def command(args: argparse.Namespace, s) -> int:
         with tempfile.TemporaryDirectory(prefix="graphmend-verify-fix-") as tmp:
             fixed = fixcopy.compare(target, v.findings, s, tmp, packages=args.fix_packages)
             after = run.verdict(fixed.run, s)
-        if fixed.run.status != before.status:
+        if fixed.run.error:
+            error = f"on the fixed copy: {fixed.run.error}"
+        elif fixed.run.status != before.status:
             error = (f"the fixed copy exited with status {fixed.run.status} (the original: {before.status}); "
                      f"its stderr ends with:\n{report.tail(fixed.run.stderr)}")
     if args.output_format == "json":

@@ -66,7 +66,8 @@ def run_child(target: Target, cwd: str | None = None, watch: tuple[str, ...] = (
         try:
             data = json.loads(Path(out).read_text())
         except (OSError, ValueError):  # the child died before writing (killed, os._exit)
-            data = {"error": None, "status": proc.returncode}
+            data = {"error": f"the script ended (exit status {proc.returncode}) before the recorder could "
+                             f"report (os._exit, or killed); its stderr ends with:\n{proc.stderr[-2000:].rstrip()}"}
     run = Run(proc.returncode, proc.stdout, proc.stderr, data.get("error"))
     if "breaks" in data:
         run.breaks = breaks_from_json(data)
