@@ -58,7 +58,7 @@ def as_text(v: Verdict, s: Settings, fixed: FixedRun | None, after: Verdict | No
         b = site.brk
         gbs = ", ".join(g for g in [b.gb, *b.also] if g) or "no GB id"
         skip = "; the frame then ran in eager" if b.frame_skip else ""
-        out.append(f"{show(site.path)}:{site.line}: {gbs} {b.reason} (hit {site.count}x{skip})")
+        out.append(f"{show(site.path)}:{site.line}: {gbs} {b.reason} (hit {site.count}x while compiling{skip})")
         if b.gb:
             out.append(f"    {gb_url(b.gb)}")
         if site.findings:
