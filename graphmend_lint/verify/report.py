@@ -95,12 +95,13 @@ def _compare_text(v: Verdict, s: Settings, fixed: FixedRun, after: Verdict | Non
     out = [f"With {kind} fixes: {n} applied in {len(fixed.fixed)} file{'s' if len(fixed.fixed) != 1 else ''} of a "
            f"temporary copy of {show(fixed.root) if show(fixed.root) != '.' else fixed.root} "
            "(your files are unchanged)"]
+    out += ["  (a large folder: only its Python files were copied)"] if fixed.py_only else []
     out += [f"  fixed: {show(p)} ({k})" for p, k in fixed.fixed.items()]
     out += [f"  also copied and fixed: installed package {show(o)}" for o, _ in fixed.moves[1:]]
     out += [f"  not fixed (outside the copied folder{'' if fixed.moves[1:] else '; see --fix-packages'}): {show(p)}"
             for p in fixed.outside]
     out += [f"  error: {e}" for e in fixed.errors]
-    out += [f"  warning: still imported from your folder, not the copy: {show(p)}" for p in fixed.run.loaded]
+    out += [f"  warning: imported from your folder, not the fixed copy: {show(p)}" for p in fixed.unfixed_imports]
     if after is None:
         return out
     b, a = counts(v, s), counts(after, s)
@@ -151,5 +152,5 @@ def as_json(v: Verdict, s: Settings, fixed: FixedRun | None, after: Verdict | No
                             "fixes_applied": sum(fixed.fixed.values()),
                             "files_fixed": [show(p) for p in fixed.fixed], "not_fixed": [show(p) for p in fixed.outside],
                             "still_breaks": [f"{show(fixed.original(x.path))}:{x.line}" for x in after.sites],
-                            "loaded_from_originals": [show(p) for p in fixed.run.loaded]}
+                            "unfixed_imports": [show(p) for p in fixed.unfixed_imports]}
     return json.dumps(obj, indent=2)
