@@ -139,14 +139,17 @@ def test_module_with_a_break_we_do_not_find(tmp_path):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "run.py").write_text(textwrap.dedent('''\
+        import builtins
         import sys
 
         import torch
 
+        say = getattr(builtins, "".join(["pr", "int"]))  # a print no static analysis can see
+
 
         def f(x):
             x = x + 1
-            torch._dynamo.graph_break()
+            say("hi")
             return x * 2
 
 
@@ -156,7 +159,7 @@ def test_module_with_a_break_we_do_not_find(tmp_path):
         '''))
     proc = verify(["-m", "pkg.run", "--n", "1"], tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
-    assert "pkg/run.py:8:" in proc.stdout and "not found statically" in proc.stdout
+    assert "pkg/run.py:11:" in proc.stdout and "not found statically" in proc.stdout
     assert "0 matched by a finding" in proc.stdout
 
 
