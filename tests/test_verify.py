@@ -182,7 +182,7 @@ def test_without_torch_says_it_needs_torch(tmp_path, monkeypatch, capsys):
 
 def test_the_linter_side_never_imports_torch():
     code = ("import sys, graphmend_lint.cli, graphmend_lint.verify.run, graphmend_lint.verify.report, "
-            "graphmend_lint.verify.fixcopy, graphmend_lint.verify.recorder; assert 'torch' not in sys.modules")
+            "graphmend_lint.verify.fixcopy, graphmend_lint.verify.recorder, graphmend_lint.verify.child; assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, env=_env())
 
 

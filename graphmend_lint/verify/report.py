@@ -26,6 +26,10 @@ def show(path: str) -> str:
     return path
 
 
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
 def tail(text: str, n: int = TAIL_LINES) -> str:
     return "\n".join(text.rstrip().splitlines()[-n:])
 
@@ -52,8 +56,7 @@ def _fix_label(f, s: Settings) -> str:
 
 
 def as_text(v: Verdict, s: Settings, fixed: FixedRun | None, after: Verdict | None) -> str:
-    out = [f"Runtime graph breaks: {len(v.sites)} site{'s' if len(v.sites) != 1 else ''} "
-           "(Dynamo's graph_breaks log)"]
+    out = [f"Runtime graph breaks: {_n(len(v.sites), 'site')} (Dynamo's graph_breaks log)"]
     for site in v.sites:
         b = site.brk
         gbs = ", ".join(g for g in [b.gb, *b.also] if g) or "no GB id"
@@ -80,10 +83,10 @@ def as_text(v: Verdict, s: Settings, fixed: FixedRun | None, after: Verdict | No
         out += [f"  {show(p)}:{f.line}:{f.col + 1}: {f.code} [{_fix_label(f, s)}] {f.message}" for p, f in unhit]
     out += [f"  lint error: {e}" for e in v.lint_errors]
     c = counts(v, s)
-    out += ["", f"Summary: {c['runtime_breaks']} runtime break sites, {c['matched']} matched by a finding "
+    out += ["", f"Summary: {_n(c['runtime_breaks'], 'runtime break site')}, {c['matched']} matched by a finding "
                 f"({c['fixable']} fixable), {c['runtime_breaks'] - c['matched']} not found statically; "
-                f"{len(unhit)} finding{'s' if len(unhit) != 1 else ''} on no break; {c['graphs']} graphs, "
-                f"{c['recompiles']} recompiles, {c['frame_skips']} frame skips."]
+                f"{_n(len(unhit), 'finding')} on no break; {_n(c['graphs'], 'graph')}, "
+                f"{_n(c['recompiles'], 'recompile')}, {_n(c['frame_skips'], 'frame skip')}."]
     if fixed is not None:
         out += ["", *_compare_text(v, s, fixed, after)]
     return "\n".join(out)
