@@ -49,6 +49,17 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("rule", help="print a rule's documentation")
     r.add_argument("code", nargs="?", help="e.g. GM201 (omit with --all)")
     r.add_argument("--all", action="store_true", help="list every rule")
+
+    # `verify` (graphmend_lint/verify/): run a script, join its real graph breaks with our findings
+    v = sub.add_parser("verify", help="run a script under torch.compile and match its real graph breaks")
+    v.add_argument("--compare-fix", action="store_true", help="run it again on a fixed temporary copy")
+    v.add_argument("--unsafe-fixes", action="store_true", help="with --compare-fix, apply unsafe fixes too")
+    v.add_argument("--fix-packages", action="store_true",
+                   help="with --compare-fix, also fix copies of the installed packages that hold findings")
+    v.add_argument("--output-format", choices=["text", "json"], default="text")
+    v.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE", help="run a module (as python -m)")
+    v.add_argument("script", nargs="?", help="the script to run; what follows it goes to the script")
+    v.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return p
 
 
@@ -131,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "rule":
             return cmd_rule(args)
+        if args.command == "verify":
+            from . import verify
+            return verify.command(args, settings.env_overrides(settings.load(Path.cwd())))
         return cmd_check(args)
     except settings.ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -15,13 +15,11 @@ coverage of the same inputs) which match a break / all findings on lines that ra
 from __future__ import annotations
 
 import json
-import logging
 import os
-import re
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -31,34 +29,15 @@ import torch._dynamo  # noqa: E402
 
 from graphmend_lint import engine  # noqa: E402
 from graphmend_lint.settings import Settings  # noqa: E402
+from graphmend_lint.verify import recorder  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "coverage"
 NOTES = OUT / "notes.md"  # hand-written part of the report (appended to the generated one)
-BREAK_RE = re.compile(r"Graph break (?:\(.*?\) )?in user code at (?P<file>.+):(?P<line>\d+)")
-GB_RE = re.compile(r"/gb/gb(\d{4})\.html")
-FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)', re.MULTILINE)
-
-
-def _registry() -> dict[str, str]:
-    path = Path(torch._dynamo.__file__).parent / "graph_break_registry.json"
-    if not path.exists():
-        return {}
-    data = json.loads(path.read_text())
-    return {k: (v[0] if isinstance(v, list) else v).get("Gb_type", "") for k, v in data.items()}
-
-
-REGISTRY = _registry()
 
 
 @dataclass
-class Break:
-    file: str
-    line: int
-    gb: str | None  # "GB0124"
-    reason: str  # the registry's Gb_type, else the first line of the reason
-    codes: list[str] = field(default_factory=list)  # our findings on that line
-    stack: list[tuple[str, int]] = field(default_factory=list)  # user frames, outermost first
-    also: list[str] = field(default_factory=list)  # other GB ids logged at the same line (one site)
+class Break(recorder.Break):
+    """A break site from the product's recorder (graphmend_lint/verify/recorder.py)."""
 
     def line_in(self, path: str) -> int | None:
         """The line of the innermost frame in `path` (a break inside copy.py called from a model)."""
@@ -80,51 +59,11 @@ def short(path: str) -> str:
     return path
 
 
-class _Collector(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.breaks: list[Break] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage()
-        m = BREAK_RE.search(msg)
-        if m is None:
-            return
-        gb = GB_RE.search(msg)
-        gb_id = f"GB{gb.group(1)}" if gb else None
-        body = [ln.strip() for ln in msg.splitlines()[1:] if ln.strip()]
-        body = [ln for ln in body if not ln.startswith(("Graph Break Reason", "Encountered graph break"))]
-        reason = REGISTRY.get(gb_id or "", "") or (body[0] if body else "")
-        tail = msg.split("User code traceback:", 1)
-        stack = [(f.group("file"), int(f.group("line"))) for f in FRAME_RE.finditer(tail[1])] if len(tail) > 1 else []
-        self.breaks.append(Break(m.group("file"), int(m.group("line")), gb_id, reason, stack=stack))
-
-
 def capture_breaks(run) -> list[Break]:
     """Run `run()` (which calls compiled code) and return the distinct graph breaks it logged."""
-    collector = _Collector()
-    logger = logging.getLogger("torch._dynamo")
-    torch._logging.set_logs(graph_breaks=True)
-    loggers = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict) if n.startswith("torch")]
-    quiet = [(h, h.level) for lg in loggers for h in lg.handlers]
-    for h, _ in quiet:
-        h.setLevel(logging.WARNING)  # keep the artifact off the console: we collect it ourselves
-    logger.addHandler(collector)
-    try:
+    with recorder.Recorder() as rec:
         run()
-    finally:
-        logger.removeHandler(collector)
-        torch._logging.set_logs()
-        for h, level in quiet:
-            h.setLevel(level)
-    sites: dict[tuple[str, int], Break] = {}  # one break site per line (recompiles repeat it)
-    for b in collector.breaks:
-        first = sites.setdefault((b.file, b.line), b)
-        if first is not b and b.gb != first.gb and b.gb not in first.also:
-            first.also.append(b.gb)
-        if first is not b and not first.stack:
-            first.stack = b.stack
-    return list(sites.values())
+    return [Break(**asdict(b)) for b in rec.sites()]
 
 
 def _call(fn, args):

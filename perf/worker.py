@@ -196,13 +196,18 @@ def _explain_one(torch, model, inputs, call, i, res):
             c[0] += 1
             return gm.forward(*args)
         return run
+    from graphmend_lint.verify.recorder import Recorder  # the product's graph_breaks recorder
+
     cm = torch.compile(model, backend=count_backend)
-    call(cm, inputs[i])
+    with Recorder() as rec:  # explain misses breaks before a frame's first op, and skipped frames
+        call(cm, inputs[i])
     c[0] = 0
     call(cm, inputs[i])
     res["explain"][i] = {
         "graphs": ex.graph_count, "breaks": ex.graph_break_count, "reasons": reasons,
         "counting_graphs": n[0], "counting_breaks": max(n[0] - 1, 0), "graph_calls_per_forward": c[0],
+        "logged_breaks": [f"{short(b.file)}:{b.line} {b.gb}" for b in rec.sites()],
+        "logged_frame_skips": len(rec.skips),
     }
 
 

@@ -23,6 +23,7 @@ from harness import Observation, observe
 from graphmend_lint import engine
 from graphmend_lint.rules import ALL_RULES
 from graphmend_lint.settings import Settings
+from graphmend_lint.verify import recorder
 
 SAFE, UNSAFE = Settings(), Settings(unsafe_fixes=True)
 # Fix runs need only the rules that can fix (the others cannot change the output): faster.
@@ -233,47 +234,21 @@ def check_program(source: str, harness: str = "", *, eager: bool = True, breaks:
     return out
 
 
-# Dynamo's graph_breaks log lines for a break after which a frame, or the rest of it, runs in eager
-EAGER_FALLBACK = ("skipping the rest of the function", "skipping the function and falling back to eager",
-                  "skipping the frame and falling back to eager")
-
-
-class _Fallbacks(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.count = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage().lower()
-        self.count += any(m in msg for m in EAGER_FALLBACK)
-
-
 def _explain(fn, args) -> tuple[int, int, int]:
     """(graphs, breaks, eager fallbacks) Dynamo reports for one call; a frame Dynamo skips
     entirely has 0 graphs. A fallback is a break after which a frame (or its rest) runs in eager:
     in a loop, in a `try` block, ... (Dynamo's graph_breaks log, which explain() does not show)."""
     torch._dynamo.reset()
-    handler, dynamo_log = _Fallbacks(), logging.getLogger("torch._dynamo")
-    torch._logging.set_logs(graph_breaks=True)
-    consoles = [(h, h.level) for n in list(logging.root.manager.loggerDict) if n.startswith("torch")
-                for h in logging.getLogger(n).handlers]
-    for h, _ in consoles:
-        h.setLevel(logging.CRITICAL)  # collect the log, keep it off the console
-    dynamo_log.addHandler(handler)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            explanation = torch._dynamo.explain(fn)(*args)
-    finally:
-        dynamo_log.removeHandler(handler)
-        torch._logging.set_logs()
-        for h, level in consoles:
-            h.setLevel(level)
+    # the product's recorder counts the fallbacks in Dynamo's log, kept off the console
+    with recorder.Recorder(console_level=logging.CRITICAL) as rec, \
+            contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        explanation = torch._dynamo.explain(fn)(*args)
     torch._dynamo.reset()
     # explain counts graph_count - 1 breaks, and a resume frame that only hands a value on
     # compiles an empty graph (no op: tests/fuzz_regressions/GM201_1.py): count graphs with ops.
     graphs = sum(any(n.op.startswith("call_") for n in g.graph.nodes) for g in explanation.graphs)
-    return explanation.graph_count, max(graphs - 1, 0), handler.count
+    return explanation.graph_count, max(graphs - 1, 0), rec.fallbacks
 
 
 def more_breaks(breaks: tuple, fallbacks: tuple) -> bool:
