@@ -35,6 +35,8 @@ class Finding:
     replacement: object = field(default=None, repr=False, compare=False)
     needs_torch_import: bool = False
     fix_range: tuple[int, int, int, int] = (0, 0, 0, 0)  # span of `node`, the replaced node
+    # The fix as text edits (engine.WANT_EDITS): [{"content", "location", "end_location"}], 1-based
+    edits: list | None = field(default=None, compare=False)
 
     @property
     def sort_key(self) -> tuple:
