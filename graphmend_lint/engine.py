@@ -7,13 +7,12 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 
 from . import fastwalk
 from . import rules as rules_pkg
 from . import settings as settings_mod
 from .analysis.bindings import Bindings
+from .fixes import layout
 
 MAX_FIX_PASSES = 10
 WANT_EDITS = False  # set by the CLI (json output) and the server: give each fix as text edits
@@ -73,9 +72,7 @@ class _Replace(cst.CSTTransformer):
 def apply_fixes(module: cst.Module, fixes: list) -> cst.Module:
     new = module.visit(_Replace({f.node: f.replacement for f in fixes}))
     if any(f.needs_torch_import for f in fixes) and Bindings.of(new).torch_name() is None:
-        ctx = CodemodContext()
-        AddImportsVisitor.add_needed_import(ctx, "torch")
-        new = AddImportsVisitor(ctx).transform_module(new)
+        new = layout.add_import(new, "torch")  # where isort would put it
     return new
 
 
@@ -93,12 +90,14 @@ def text_edits(before: str, after: str) -> list[dict]:
 def _attach_edits(module: cst.Module, findings: list, s: settings_mod.Settings) -> None:
     for f in findings:
         if f.replacement is not None and (not f.needs_torch_import or s.can_add_imports):
-            f.edits = text_edits(module.code, finish(apply_fixes(module, [f]), s).code)
+            f.edits = text_edits(module.code, finish(module.code, apply_fixes(module, [f]), s).code)
 
 
-def finish(module: cst.Module, s: settings_mod.Settings) -> cst.Module:
-    """The passes over fixed code (formatting of what the fixes produced)."""
-    return module
+def finish(before: str, module: cst.Module, s: settings_mod.Settings) -> cst.Module:
+    """The passes over fixed code, on the lines the fixes changed (fixes/layout.py): adjacent
+    guards merged, long lines wrapped at `line-length` as `ruff format` would."""
+    module = layout.merge_guards(module, layout.changed_lines(before, module.code))
+    return layout.wrap(module, layout.changed_lines(before, module.code), s.line_length)
 
 
 def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
@@ -111,6 +110,7 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
     module = cst.parse_module(source)
     findings = lint_module(module, s)
     fixed, codes = 0, Counter()
+    original = module.code
     if fix:
         for _ in range(MAX_FIX_PASSES):
             todo = _non_overlapping([f for f in findings if applicable(f, s)])
@@ -123,6 +123,11 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
             codes.update(f.code for f in todo)
             module = cst.parse_module(new.bytes)
             findings = lint_module(module, s)
+        if fixed:
+            finished = finish(original, module, s)
+            if finished.code != module.code:
+                module = cst.parse_module(finished.bytes)
+                findings = lint_module(module, s)
         with warnings.catch_warnings():  # the file's own SyntaxWarnings are not ours to print
             warnings.simplefilter("ignore")
             compile(module.code, "<fixed>", "exec", dont_inherit=True)
