@@ -215,6 +215,7 @@ class Discovery:
         self.cwd = (cwd or Path.cwd()).resolve()
         self._nearest: dict[Path, Path | None] = {}
         self._built: dict[Path | None, Settings] = {}
+        self._lengths: dict[Path, int] = {}
 
     def _find(self, d: Path) -> Path | None:
         chain = []
@@ -247,7 +248,13 @@ class Discovery:
         if self.config is not None:
             return self._build(self.config)
         d = d.resolve()
-        return self._build(self._find(d) or self._find(self.cwd))
+        found = self._find(d) or self._find(self.cwd)
+        s = self._build(found)
+        if found is None and "line-length" not in self.overrides:  # no project: the file's formatter config
+            if d not in self._lengths:
+                self._lengths[d] = find_line_length(d)
+            s = replace(s, line_length=self._lengths[d])
+        return s
 
     def for_path(self, path: Path) -> Settings:
         """Settings of a file (per-file-ignores applied) or a folder."""

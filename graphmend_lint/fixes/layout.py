@@ -167,6 +167,11 @@ class Wrapper:
         one = inner + ", ".join(_item_text(i) for i in items)
         if self.fits(one):  # the contents on one line of their own
             return [first, one, indent + tail]
+        if len(items) == 1:
+            pre, node = _item_parts(items[0])
+            alone = self._inner(node, pre, "", inner)
+            if len(alone) == 1:  # a sole item that cannot split (a long string): no trailing comma
+                return [first, *alone, indent + tail]
         body: list[str] = []
         for item in items:  # one a line, each with a (magic) trailing comma
             pre, node = _item_parts(item)
