@@ -82,11 +82,14 @@ def _discovery(args: argparse.Namespace) -> settings.Discovery:
                 raise settings.ConfigError(f"--config names two files ({config}, {path}); give one")
             config = path
         elif "=" in value:
-            overrides.update(settings.parse_override(value))
+            table = settings.parse_override(value)
+            try:  # unknown keys, bad values and unknown rule codes are errors before any file is read
+                settings.check_selectors(settings.from_table(table))
+            except settings.ConfigError as e:
+                raise settings.ConfigError(f"--config {value!r}: {str(e).replace('[tool.graphmend] ', '')}") from None
+            overrides.update(table)
         else:
             raise settings.ConfigError(f"--config {value}: no such configuration file")
-    if overrides:
-        settings.from_table(overrides)  # unknown keys and bad values are errors before any file
 
     def adjust(s: settings.Settings) -> settings.Settings:
         if args.select is not None:
