@@ -11,6 +11,56 @@ from fixit import Invalid
 
 from . import rules as rules_pkg
 
+REPO_URL = "https://github.com/graphmend/graphmend-lint"
+GB_SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb"
+_GB = re.compile(r"(?<![\w/\[])(GB\d{4})\b")
+
+
+def rule_url(code: str) -> str:
+    """The rule's page: rules/<CODE>.md in the repository."""
+    return f"{REPO_URL}/blob/main/rules/{code}.md"
+
+
+def gb_url(gb: str) -> str:
+    """PyTorch's page for a graph-break id (GB0124 -> .../gb/gb0124.html)."""
+    return f"{GB_SITE}/{gb.lower()}.html"
+
+
+def link_graph_breaks(markdown: str) -> str:
+    """GBnnnn -> [GBnnnn](PyTorch's page), outside code spans and blocks."""
+    out, fenced = [], False
+    for line in markdown.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if not fenced:
+            parts = line.split("`")
+            parts[::2] = [_GB.sub(lambda m: f"[{m.group(1)}]({gb_url(m.group(1))})", p) for p in parts[::2]]
+            line = "`".join(parts)
+        out.append(line)
+    return "\n".join(out)
+
+
+def what_it_does(rule: type) -> str:
+    """The text of the docstring's "What it does" section, as one paragraph."""
+    body = inspect.cleandoc(rule.__doc__ or "")
+    m = re.search(r"## What it does\n(.*?)(?:\n## |\Z)", body, re.S)
+    text = m.group(1) if m else body
+    return " ".join(text.split())
+
+
+def summary(rule: type) -> str:
+    """One sentence about the rule (no placeholders): "What it does" up to its first `.` or `:`
+    outside code spans."""
+    text = what_it_does(rule)
+    code = False
+    for i, ch in enumerate(text):
+        if ch == "`":
+            code = not code
+        elif ch in ".:" and not code and (i + 1 == len(text) or text[i + 1] == " "):
+            return text[:i] + "."
+    return text
+
+
 SAFETY_WORDS = {
     "safe": "Safe: applied by `--fix`.",
     "unsafe": "Unsafe: offered, applied only with `--unsafe-fixes`.",
@@ -35,7 +85,7 @@ def example_patch(rule: type) -> str | None:
 
 def render(rule: type) -> str:
     name = rule.__name__[:-4] if rule.__name__.endswith("Rule") else rule.__name__
-    body = inspect.cleandoc(rule.__doc__ or "")
+    body = link_graph_breaks(inspect.cleandoc(rule.__doc__ or ""))
     lines = [
         f"# {rule.CODE}: {rule.NAME}",
         "",

@@ -1,19 +1,21 @@
 """Run the rules over one source and apply fixes until nothing changes."""
 from __future__ import annotations
 
+import difflib
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 
 from . import fastwalk
 from . import rules as rules_pkg
 from . import settings as settings_mod
 from .analysis.bindings import Bindings
+from .fixes import layout
 
 MAX_FIX_PASSES = 10
+WANT_EDITS = False  # set by the CLI (json output) and the server: give each fix as text edits
 Finding = rules_pkg.base.Finding
 Safety = rules_pkg.base.Safety
 
@@ -23,6 +25,7 @@ class Result:
     findings: list = field(default_factory=list)  # remaining findings, sorted
     source: bytes = b""  # the (possibly fixed) source
     fixed: int = 0  # number of fixes applied
+    fixed_codes: Counter = field(default_factory=Counter)  # code -> fixes applied
 
 
 def selected_rules(s: settings_mod.Settings) -> list[type]:
@@ -69,10 +72,32 @@ class _Replace(cst.CSTTransformer):
 def apply_fixes(module: cst.Module, fixes: list) -> cst.Module:
     new = module.visit(_Replace({f.node: f.replacement for f in fixes}))
     if any(f.needs_torch_import for f in fixes) and Bindings.of(new).torch_name() is None:
-        ctx = CodemodContext()
-        AddImportsVisitor.add_needed_import(ctx, "torch")
-        new = AddImportsVisitor(ctx).transform_module(new)
+        new = layout.add_import(new, "torch")  # where isort would put it
     return new
+
+
+def text_edits(before: str, after: str) -> list[dict]:
+    """The line edits that turn `before` into `after` (ruff's JSON shape: 1-based rows and columns)."""
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    edits = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if op != "equal":
+            edits.append({"content": "".join(new[j1:j2]), "location": {"row": i1 + 1, "column": 1},
+                          "end_location": {"row": i2 + 1, "column": 1}})
+    return edits
+
+
+def _attach_edits(module: cst.Module, findings: list, s: settings_mod.Settings) -> None:
+    for f in findings:
+        if f.replacement is not None and (not f.needs_torch_import or s.can_add_imports):
+            f.edits = text_edits(module.code, finish(module.code, apply_fixes(module, [f]), s).code)
+
+
+def finish(before: str, module: cst.Module, s: settings_mod.Settings) -> cst.Module:
+    """The passes over fixed code, on the lines the fixes changed (fixes/layout.py): adjacent
+    guards merged, long lines wrapped at `line-length` as `ruff format` would."""
+    module = layout.merge_guards(module, layout.changed_lines(before, module.code))
+    return layout.wrap(module, layout.changed_lines(before, module.code), s.line_length)
 
 
 def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
@@ -84,7 +109,8 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
     s = replace(s, can_add_imports=True)
     module = cst.parse_module(source)
     findings = lint_module(module, s)
-    fixed = 0
+    fixed, codes = 0, Counter()
+    original = module.code
     if fix:
         for _ in range(MAX_FIX_PASSES):
             todo = _non_overlapping([f for f in findings if applicable(f, s)])
@@ -94,9 +120,17 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
             if new.code == module.code:
                 break
             fixed += len(todo)
+            codes.update(f.code for f in todo)
             module = cst.parse_module(new.bytes)
             findings = lint_module(module, s)
+        if fixed:
+            finished = finish(original, module, s)
+            if finished.code != module.code:
+                module = cst.parse_module(finished.bytes)
+                findings = lint_module(module, s)
         with warnings.catch_warnings():  # the file's own SyntaxWarnings are not ours to print
             warnings.simplefilter("ignore")
             compile(module.code, "<fixed>", "exec", dont_inherit=True)
-    return Result(findings, module.bytes if fix else source, fixed)
+    elif WANT_EDITS:
+        _attach_edits(module, findings, s)
+    return Result(findings, module.bytes if fix else source, fixed, codes)

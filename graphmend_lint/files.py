@@ -28,25 +28,93 @@ def _excluded(path: Path, root: Path | None, patterns: tuple[str, ...]) -> bool:
     return False
 
 
-def iter_python_files(paths: list[Path], root: Path | None, exclude: tuple[str, ...],
-                      force_exclude: bool = False) -> Iterator[Path]:
-    """Directories are walked in sorted order; files named on the command line count unless
+class GitIgnore:
+    """`.gitignore` files (and .git/info/exclude) of the git work trees the walk enters, with git's
+    rules (pathspec's GitIgnoreSpec): the deepest file that matches decides, `!` re-includes."""
+
+    def __init__(self) -> None:
+        self._specs: dict[Path, object | None] = {}
+        self._roots: dict[Path, Path | None] = {}
+
+    def _root(self, d: Path) -> Path | None:
+        if d not in self._roots:
+            self._roots[d] = d if (d / ".git").exists() else (None if d.parent == d else self._root(d.parent))
+        return self._roots[d]
+
+    def _spec(self, d: Path, root: Path):
+        if d not in self._specs:
+            import pathspec  # only when a work tree is walked
+
+            lines: list[str] = []
+            sources = [d / ".gitignore"] + ([root / ".git" / "info" / "exclude"] if d == root else [])
+            for f in sources:
+                try:
+                    lines += f.read_text(encoding="utf-8", errors="replace").splitlines()
+                except OSError:
+                    pass
+            self._specs[d] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        return self._specs[d]
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        path = Path(os.path.abspath(path))
+        root = self._root(path.parent)
+        if root is None:
+            return False
+        verdict = None
+        d = path.parent
+        folders = []
+        while True:
+            folders.append(d)
+            if d == root or d.parent == d:
+                break
+            d = d.parent
+        for folder in reversed(folders):  # outermost first: deeper files override
+            spec = self._spec(folder, root)
+            if spec is None:
+                continue
+            rel = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
+            result = spec.check_file(rel).include
+            if result is not None:
+                verdict = result
+        return bool(verdict)
+
+
+def discover(paths: list[Path], settings_for, force_exclude: bool = False) -> Iterator[Path]:
+    """The Python files under `paths`; `settings_for(folder)` gives the settings that hold there
+    (exclude, extend-exclude and respect-gitignore, relative to that config's folder).
+
+    Directories are walked in sorted order; files named on the command line count unless
     `force_exclude` (as in ruff: pre-commit passes excluded files by name)."""
     seen: set[Path] = set()
+    gitignore = GitIgnore()
+
+    def skip(path: Path, is_dir: bool, s) -> bool:
+        return _excluded(path, s.root, s.excludes) or (s.respect_gitignore and gitignore.ignored(path, is_dir))
+
     for p in paths:
         if p.is_dir():
             for dirpath, dirnames, filenames in os.walk(p, followlinks=False):
                 d = Path(dirpath)
+                s = settings_for(d)
                 dirnames[:] = sorted(n for n in dirnames if n not in DEFAULT_EXCLUDE and not n.endswith(".egg-info")
-                                     and not _excluded(d / n, root, exclude))
+                                     and not skip(d / n, True, s))
                 for name in sorted(filenames):
                     f = d / name
-                    if name.endswith(".py") and not _excluded(f, root, exclude) and f not in seen:
+                    if name.endswith(".py") and f not in seen and not skip(f, False, s):
                         seen.add(f)
                         yield f
-        elif p not in seen and not (force_exclude and _excluded(p, root, exclude)):
+        elif p not in seen and not (force_exclude and skip(p, False, settings_for(p.parent))):
             seen.add(p)
             yield p
+
+
+def iter_python_files(paths: list[Path], root: Path | None, exclude: tuple[str, ...],
+                      force_exclude: bool = False) -> Iterator[Path]:
+    """`discover` with one set of exclude patterns and no .gitignore."""
+    from .settings import Settings
+
+    s = Settings(root=root, exclude=exclude, respect_gitignore=False)
+    return discover(paths, lambda d: s, force_exclude)
 
 
 def too_large(size: int, limit: int) -> str:

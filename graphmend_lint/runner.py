@@ -40,6 +40,8 @@ class FileOutcome:
     error: str | None = None
     fixed: int = 0
     diff: str = ""
+    fixed_codes: dict = field(default_factory=dict)  # code -> fixes applied
+    fixed_source: bytes | None = None  # check_source(write=False): the fixed code
 
 
 def _one_line(text: str) -> str:
@@ -180,9 +182,19 @@ def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool) -> engine.Re
 
 
 def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False) -> FileOutcome:
-    out = FileOutcome(path)
     try:
         source = files.read_source(path, MAX_BYTES)
+    except Exception as e:  # bad input never stops the run
+        return FileOutcome(path, error=_one_line(_describe(e)))
+    return check_source(path, source, s, fix, diff)
+
+
+def check_source(path: Path, source: bytes, s: Settings, fix: bool = False, diff: bool = False,
+                 write: bool = True) -> FileOutcome:
+    """Check `source` as the content of `path`; with `fix` (and `write`), write the fixed code there.
+    With `write=False`, `fixed_source` holds the fixed code instead (stdin mode)."""
+    out = FileOutcome(path)
+    try:
         tree = validate(source)
     except Exception as e:  # bad input never stops the run
         out.error = _one_line(_describe(e))
@@ -204,10 +216,12 @@ def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False) -
     except Exception as e:
         out.error = _one_line(_describe(e))
         return out
-    out.findings, out.fixed = result.findings, result.fixed
+    out.findings, out.fixed, out.fixed_codes = result.findings, result.fixed, dict(result.fixed_codes)
+    if changed and not write:
+        out.fixed_source = result.source
     if changed and diff:
         out.diff = _diff(path, source, result.source)
-    elif changed:
+    elif changed and write:
         try:
             files.write_if_unchanged(path, source, result.source)
         except OSError as e:

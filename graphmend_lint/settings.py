@@ -33,6 +33,24 @@ class Settings:
     # that needs a torch name the file does not bind is not offered.
     can_add_imports: bool = False
     root: Path | None = field(default=None, compare=False)
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (glob, codes), as written
+    respect_gitignore: bool = True
+    line_length: int = 88  # of produced code: [tool.ruff]/[tool.black] line-length
+
+    @property
+    def excludes(self) -> tuple[str, ...]:
+        return self.exclude + self.extend_exclude
+
+    def for_file(self, path: Path) -> "Settings":
+        """These settings with the `per-file-ignores` that match `path` folded into `ignore`."""
+        if not self.per_file_ignores:
+            return self
+        extra: list[str] = []
+        for pattern, codes in self.per_file_ignores:
+            if _matches(path, self.root, pattern):
+                extra += codes
+        return replace(self, ignore=self.ignore + tuple(extra), per_file_ignores=())
 
     def selects(self, code: str) -> bool:
         """ruff semantics: the longest matching prefix of select/ignore wins."""
@@ -50,12 +68,49 @@ def _as_tuple(table: dict, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def from_table(table: dict, root: Path | None = None) -> Settings:
+def _matches(path: Path, root: Path | None, pattern: str) -> bool:
+    """ruff's per-file-ignores matching: the glob against the path relative to the config's
+    folder, or against the file name alone."""
+    import fnmatch
+
+    try:
+        rel = path.resolve().relative_to(root.resolve()).as_posix() if root else path.as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    pattern = pattern.rstrip("/")
+    return (fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern + "/*")
+            or fnmatch.fnmatch(path.name, pattern))
+
+
+def _per_file_ignores(table: dict) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    value = table.get("per-file-ignores", {})
+    if not isinstance(value, dict):
+        raise ConfigError('[tool.graphmend] per-file-ignores must be a table: {"tests/*" = ["GM201"]}')
+    return tuple((glob, _as_tuple(value, glob)) for glob in value)
+
+
+def _extra(s: Settings, table: dict) -> Settings:
+    """The options added after the first six (kept apart so that new keys merge easily)."""
+    gitignore = table.get("respect-gitignore", True)
+    if not isinstance(gitignore, bool):
+        raise ConfigError("[tool.graphmend] respect-gitignore must be true or false")
+    length = table.get("line-length", s.line_length)
+    if not isinstance(length, int) or isinstance(length, bool) or not 1 <= length <= 320:
+        raise ConfigError("[tool.graphmend] line-length must be an integer from 1 to 320")
+    return replace(s, extend_exclude=_as_tuple(table, "extend-exclude"), per_file_ignores=_per_file_ignores(table),
+                   respect_gitignore=gitignore, line_length=length)
+
+
+EXTRA_KEYS = {"extend-exclude", "per-file-ignores", "respect-gitignore", "line-length"}
+
+
+def from_table(table: dict, root: Path | None = None, line_length: int = 88) -> Settings:
     known = {"select", "ignore", "exclude", "unsafe-fixes", "compiled-scope", "log-strategy"}
+    known |= EXTRA_KEYS
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigError(f"[tool.graphmend] unknown option(s): {', '.join(unknown)}")
-    s = Settings(root=root)
+    s = Settings(root=root, line_length=line_length)
     if "select" in table:
         s = replace(s, select=_as_tuple(table, "select"))
     s = replace(s, ignore=_as_tuple(table, "ignore"), exclude=_as_tuple(table, "exclude"))
@@ -68,40 +123,195 @@ def from_table(table: dict, root: Path | None = None) -> Settings:
     strategy = table.get("log-strategy", "guard")
     if strategy not in LOG_STRATEGIES:
         raise ConfigError(f"[tool.graphmend] log-strategy must be one of {LOG_STRATEGIES}")
-    return replace(s, unsafe_fixes=unsafe, compiled_scope=scope, log_strategy=strategy)
+    s = replace(s, unsafe_fixes=unsafe, compiled_scope=scope, log_strategy=strategy)
+    return _extra(s, table)
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: {e}") from e
+
+
+def graphmend_table(path: Path) -> dict | None:
+    """`[tool.graphmend]` of a pyproject.toml, or None when it has none."""
+    table = _read_toml(path).get("tool", {}).get("graphmend")
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.graphmend] must be a table")
+    return table
 
 
 def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml at or above `start` that has a `[tool.graphmend]` table (as ruff
+    looks for `[tool.ruff]`)."""
     start = start.resolve()
     for d in (start, *start.parents):
         candidate = d / "pyproject.toml"
-        if candidate.is_file():
+        if candidate.is_file() and graphmend_table(candidate) is not None:
             return candidate
     return None
 
 
-def load(start: Path | None = None) -> Settings:
-    """Settings of the nearest pyproject.toml at or above `start` (default: cwd)."""
-    path = find_pyproject(start or Path.cwd())
-    if path is None:
-        return Settings()
+def find_line_length(start: Path) -> int:
+    """`line-length` of the nearest ruff.toml, .ruff.toml or pyproject.toml [tool.ruff]/[tool.black]."""
+    start = start.resolve()
+    for d in (start, *start.parents):
+        for name in ("ruff.toml", ".ruff.toml", "pyproject.toml"):
+            candidate = d / name
+            if not candidate.is_file():
+                continue
+            try:
+                data = _read_toml(candidate)
+            except ConfigError:
+                continue
+            tables = [data] if name != "pyproject.toml" else [
+                data.get("tool", {}).get("ruff"), data.get("tool", {}).get("black")]
+            for table in tables:
+                if isinstance(table, dict) and isinstance(table.get("line-length"), int):
+                    return table["line-length"]
+            if name == "pyproject.toml" and any(isinstance(x, dict) for x in tables):
+                return 88  # the nearest formatter config sets no length: its default
+    return 88
+
+
+def _config_table(path: Path) -> dict:
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such configuration file")
+    if path.name == "pyproject.toml":
+        table = graphmend_table(path)
+        return {} if table is None else table
+    return _read_toml(path)  # a TOML file of graphmend options
+
+
+def load_file(path: Path, overrides: dict | None = None) -> Settings:
+    """Settings of one config file: a pyproject.toml (its [tool.graphmend]) or a TOML file of options."""
+    table = {**_config_table(path), **(overrides or {})}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"{path}: {e}") from e
-    return from_table(data.get("tool", {}).get("graphmend", {}), root=path.parent)
+        return from_table(table, root=path.resolve().parent, line_length=find_line_length(path.parent))
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
 
 
-def env_overrides(s: Settings) -> Settings:
-    if os.environ.get("GRAPHMEND_UNSAFE_FIXES", "") in ("1", "true", "yes"):
-        s = replace(s, unsafe_fixes=True)
-    scope = os.environ.get("GRAPHMEND_COMPILED_SCOPE")
-    if scope in SCOPES:
-        s = replace(s, compiled_scope=scope)
-    strategy = os.environ.get("GRAPHMEND_LOG_STRATEGY")
-    if strategy in LOG_STRATEGIES:
-        s = replace(s, log_strategy=strategy)
+def load(start: Path | None = None) -> Settings:
+    """Settings of the nearest pyproject.toml with [tool.graphmend] at or above `start` (default: cwd)."""
+    start = start or Path.cwd()
+    path = find_pyproject(start)
+    if path is None:
+        return Settings(line_length=find_line_length(start))
+    return load_file(path)
+
+
+class Discovery:
+    """The settings of each linted file, found as ruff finds them: the nearest pyproject.toml with
+    `[tool.graphmend]` above the file, else the one above the current folder, else the defaults.
+    `config` (--config PATH) replaces discovery; `overrides` (--config KEY=VALUE) are applied over
+    every file's table, then the GRAPHMEND_* variables, then `adjust` (the CLI flags)."""
+
+    def __init__(self, config: Path | None = None, overrides: dict | None = None, adjust=None,
+                 cwd: Path | None = None) -> None:
+        self.config, self.overrides = config, dict(overrides or {})
+        self.adjust = adjust or (lambda s: s)
+        self.cwd = (cwd or Path.cwd()).resolve()
+        self._nearest: dict[Path, Path | None] = {}
+        self._built: dict[Path | None, Settings] = {}
+        self._lengths: dict[Path, int] = {}
+
+    def _find(self, d: Path) -> Path | None:
+        chain = []
+        for up in (d, *d.parents):
+            if up in self._nearest:
+                found = self._nearest[up]
+                break
+            chain.append(up)
+            candidate = up / "pyproject.toml"
+            if candidate.is_file() and graphmend_table(candidate) is not None:
+                found = candidate
+                break
+        else:
+            found = None
+        for up in chain:
+            self._nearest[up] = found
+        return found
+
+    def _build(self, path: Path | None) -> Settings:
+        if path not in self._built:
+            if path is not None:
+                s = load_file(path, self.overrides)
+            else:
+                s = from_table(self.overrides, root=None, line_length=find_line_length(self.cwd))
+            check_selectors(s, f"{path}: " if path is not None else "")
+            self._built[path] = self.adjust(env_overrides(s))
+        return self._built[path]
+
+    def for_dir(self, d: Path) -> Settings:
+        if self.config is not None:
+            return self._build(self.config)
+        d = d.resolve()
+        found = self._find(d) or self._find(self.cwd)
+        s = self._build(found)
+        if found is None and "line-length" not in self.overrides:  # no project: the file's formatter config
+            if d not in self._lengths:
+                self._lengths[d] = find_line_length(d)
+            s = replace(s, line_length=self._lengths[d])
+        return s
+
+    def for_path(self, path: Path) -> Settings:
+        """Settings of a file (per-file-ignores applied) or a folder."""
+        if path.is_dir():
+            return self.for_dir(path)
+        return self.for_dir(path.resolve().parent).for_file(path)
+
+
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
+
+def env_overrides(s: Settings, environ: dict | None = None) -> Settings:
+    """GRAPHMEND_UNSAFE_FIXES, GRAPHMEND_COMPILED_SCOPE, GRAPHMEND_LOG_STRATEGY; a bad value is a ConfigError."""
+    env = os.environ if environ is None else environ
+    unsafe = env.get("GRAPHMEND_UNSAFE_FIXES")
+    if unsafe is not None:
+        if unsafe.lower() not in TRUE + FALSE:
+            raise ConfigError(f"GRAPHMEND_UNSAFE_FIXES must be 1/true/yes or 0/false/no, not {unsafe!r}")
+        s = replace(s, unsafe_fixes=unsafe.lower() in TRUE) if unsafe else s
+    for var, choices, attr in (("GRAPHMEND_COMPILED_SCOPE", SCOPES, "compiled_scope"),
+                               ("GRAPHMEND_LOG_STRATEGY", LOG_STRATEGIES, "log_strategy")):
+        value = env.get(var)
+        if value is None:
+            continue
+        if value not in choices:
+            raise ConfigError(f"{var} must be one of {', '.join(choices)}, not {value!r}")
+        s = replace(s, **{attr: value})
     return s
+
+
+def parse_override(text: str) -> dict:
+    """`--config "KEY = VALUE"` (a TOML line, as in ruff) -> {key: value}; ConfigError if it is not one."""
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"--config {text!r} is neither a file nor a TOML `key = value` pair ({e})") from None
+    if "tool" in table and isinstance(table["tool"], dict) and "graphmend" in table["tool"]:
+        table = table["tool"]["graphmend"]  # `tool.graphmend.select = [...]`
+    return table
+
+
+def unknown_selectors(codes: tuple[str, ...]) -> list[str]:
+    """The selectors that name no rule: a code or a prefix of one (ruff's check)."""
+    from .rules import ALL_RULES  # here: the rules import this module
+
+    known = [r.CODE for r in ALL_RULES]
+    return [c for c in codes if not any(k.startswith(c) for k in known)]
+
+
+def check_selectors(s: Settings, where: str = "") -> None:
+    groups = [("select", s.select), ("ignore", s.ignore)] + [
+        (f"per-file-ignores {glob!r}", codes) for glob, codes in s.per_file_ignores]
+    for name, codes in groups:
+        bad = unknown_selectors(codes)
+        if bad:
+            raise ConfigError(f"{where}{name}: unknown rule selector {', '.join(f'`{c}`' for c in bad)} "
+                              "(`graphmend-lint rule --all` lists the rules)")
 
 
 _current: contextvars.ContextVar[Settings | None] = contextvars.ContextVar("graphmend_settings", default=None)
@@ -117,8 +327,9 @@ def current() -> Settings:
     if _fixit_default is None:
         try:
             _fixit_default = env_overrides(load())
-        except ConfigError:
-            _fixit_default = env_overrides(Settings())
+        except ConfigError as e:  # Fixit offers no way to stop the run: say so and use the defaults
+            print(f"graphmend-lint: {e}; using the default settings", file=sys.stderr)
+            _fixit_default = Settings()
     return _fixit_default
 
 

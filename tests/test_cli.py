@@ -121,7 +121,9 @@ def test_github_and_sarif_output(project, capsys):
 
 def test_statistics(project, capsys):
     _, out, _ = run(["check", "--statistics", "."], project, capsys)
-    assert out.split() == ["1", "GM201", "[*]", "print-in-compiled-code"]
+    lines = out.splitlines()
+    assert lines[0].split() == ["1", "GM201", "[*]", "print-in-compiled-code"]
+    assert lines[1] == "Found 1 error."
 
 
 def test_syntax_error_among_good_files(project, capsys):

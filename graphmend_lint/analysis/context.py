@@ -58,12 +58,20 @@ def runs_only_in_eager(node: cst.CSTNode, parent: Parent, b: Bindings) -> bool:
         if isinstance(up, cst.FunctionDef):
             return False
         if isinstance(up, (cst.If, cst.IfExp)):
-            inner = _negated(up.test)
-            if inner is not None and is_compiling_check(inner, b) and child is up.body:
+            # `if not is_compiling() [and ...]:` body; `if is_compiling() [or ...]:` else
+            if child is up.body and any(
+                    (inner := _negated(t)) is not None and is_compiling_check(inner, b) for t in _operands(up.test, cst.And)):
                 return True
-            if is_compiling_check(up.test, b) and child is up.orelse:
+            if child is up.orelse and any(is_compiling_check(t, b) for t in _operands(up.test, cst.Or)):
                 return True
     return False
+
+
+def _operands(test: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
+    """`a and b and c` -> [a, b, c] for op=cst.And (parentheses kept out of the way)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, op):
+        return _operands(test.left, op) + _operands(test.right, op)
+    return [test]
 
 
 def in_loop(node: cst.CSTNode, parent: Parent) -> bool:

@@ -79,6 +79,62 @@ def message_value(node: cst.BaseExpression | None) -> tuple[str, bool] | None:
     return None
 
 
+_SIZE_CALLS = {"size", "numel", "len", "nelement"}
+
+
+def _fstring_parts(node: cst.BaseExpression) -> list[cst.FormattedStringExpression] | None:
+    if isinstance(node, cst.FormattedString):
+        return [p for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = _fstring_parts(node.left), _fstring_parts(node.right)
+        return None if left is None or right is None else left + right
+    return [] if isinstance(node, cst.SimpleString) else None
+
+
+def _size_derived(node: cst.CSTNode, facts, depth: int = 0) -> bool:
+    """Reads a size (`x.shape`, `x.size()`, `numel()`, `len()`, or a name bound to one)."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+        return True
+    if isinstance(node, cst.Call):
+        f = node.func
+        name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
+        if name in _SIZE_CALLS:
+            return True
+    if isinstance(node, cst.Name) and node.value in facts.assigned:
+        values = facts.assigned[node.value]
+        return depth > 3 or any(v is None or _size_derived(v, facts, depth + 1) for v in values)
+    return any(_size_derived(c, facts, depth) for c in node.children)
+
+
+def formattable(part: cst.FormattedStringExpression, facts) -> bool:
+    """torch 2.13 formats this f-string value inside a graph (`torch._assert_async(c, f"...")`, no
+    break, no recompile): a trace-time value (a dtype, `dim()`, a config number) that is not a size;
+    sizes would specialise dynamic shapes (a recompile per size), tensors and torch.Size break."""
+    if part.conversion is not None or (part.format_spec and not all(
+            isinstance(s, cst.FormattedStringText) for s in part.format_spec)):
+        return False
+    return facts.value(part.expression).kind == "static" and not _size_derived(part.expression, facts)
+
+
+def compiled_message(node: cst.BaseExpression | None, facts) -> tuple[str | None, bool, str]:
+    """(message source for the compiled branch, whether it keeps f-string values, a note for the
+    finding when some are left out). The message must be one `message_value` accepts."""
+    value = message_value(node)
+    assert value is not None
+    if node is None:
+        return None, False, ""
+    if value[1]:
+        return literal(value[0]), False, ""
+    parts = _fstring_parts(node) or []
+    left_out = [p for p in parts if not formattable(p, facts)]
+    text = code(node)
+    if not left_out and "\n" not in text:
+        return text, True, ""
+    names = ", ".join(f"`{{{code(p.expression)}}}`" for p in left_out[:3]) + (", ..." if len(left_out) > 3 else "")
+    return literal(value[0]), False, (f"; under compile the message keeps only its constant parts: torch cannot "
+                                      f"format {names} inside a graph (sizes and tensors)")
+
+
 def is_constant_message(node: cst.BaseExpression | None) -> bool:
     value = message_value(node)
     return value is not None and value[1]

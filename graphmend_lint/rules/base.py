@@ -16,7 +16,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from .. import analysis, settings
 from ..analysis import context
-from ..fixes import Safety
+from ..fixes import Safety, house
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
@@ -35,10 +35,23 @@ class Finding:
     replacement: object = field(default=None, repr=False, compare=False)
     needs_torch_import: bool = False
     fix_range: tuple[int, int, int, int] = (0, 0, 0, 0)  # span of `node`, the replaced node
+    # The fix as text edits (engine.WANT_EDITS): [{"content", "location", "end_location"}], 1-based
+    edits: list | None = field(default=None, compare=False)
 
     @property
     def sort_key(self) -> tuple:
         return (self.line, self.col, self.code, self.message)
+
+
+_house_last: tuple[cst.Module, tuple] | None = None
+
+
+def _house(module: cst.Module) -> tuple[str | None, str | None]:
+    """(generated_from, guard helper) of `module`, computed once for all the rules of a visit."""
+    global _house_last
+    if _house_last is None or _house_last[0] is not module:
+        _house_last = (module, (house.generated_from(module), house.guard_helper(module)))
+    return _house_last[1]
 
 
 class GraphMendRule(LintRule):
@@ -61,6 +74,8 @@ class GraphMendRule(LintRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.facts = analysis.facts_for(node, self.settings.compiled_scope)
+        self.generated = _house(node)[0]
+        self.guard_helper = _house(node)[1]
 
     # -- context helpers -----------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -83,8 +98,13 @@ class GraphMendRule(LintRule):
         return func
 
     def spell(self, qualified: str) -> tuple[str, bool]:
-        """Spelling of a torch name in this file, and whether `import torch` must be added."""
+        """Spelling of a torch name in this file, and whether `import torch` must be added.
+
+        The compile guard is spelled with the file's own helper when it imports one
+        (transformers' `is_torchdynamo_compiling`, see fixes/house.py)."""
         assert self.facts is not None
+        if qualified == "torch.compiler.is_compiling" and getattr(self, "guard_helper", None):
+            return self.guard_helper, False
         return self.facts.bindings.spell_or_default(qualified)
 
     # -- suppression ---------------------------------------------------------
@@ -116,6 +136,8 @@ class GraphMendRule(LintRule):
         """
         if not self.settings.selects(self.CODE) or self.ignore_lint(node):
             return
+        if replacement is not None and getattr(self, "generated", None) is not None:
+            message, replacement = f"{message}; {house.no_fix_reason(self.generated)}", None
         if replacement is None:
             safety = Safety.NONE
         pos = self.get_metadata(PositionProvider, at if at is not None else node)

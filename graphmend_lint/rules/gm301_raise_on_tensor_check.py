@@ -51,9 +51,11 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
     is `True`), and so does `==`. `not a.allclose(b, ...)` becomes `a.isclose(b, ...).all()`
     (both broadcast); `a or b` / `a and b` over tensor tests become `torch.logical_or/and`.
 
-    Messages under compile: a constant message is kept; an f-string keeps its constant
-    parts only (`f"vocab_size: {n}"` -> `"vocab_size: "`), because the assertion message
-    must be known when the graph is built. Eager runs keep the full message.
+    Messages under compile: a constant message is kept; an f-string keeps its values when
+    torch formats them inside the graph (dtypes, `dim()`, config numbers such as
+    `f"vocab_size: {self.config.vocab_size}"`), else only its constant parts
+    (`f"got {x.shape[0]}"` -> `"got "`: sizes would specialise dynamic shapes, tensors break the
+    graph) and the finding says so. Eager runs keep the full message.
 
     ## Fix safety
     Safe for builtin exception types: in eager mode `torch.compiler.is_compiling()` is
@@ -256,7 +258,11 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
             safety = base.Safety.UNSAFE
             note = (f"; unsafe fix: `{trap.code(exc_type)}` is not a builtin exception, so its message "
                     "formatting is unknown and under compile RuntimeError is raised instead")
-        msg = trap.literal(message)
+        msg, _, dropped = trap.compiled_message(message, tz.facts) if message is not None else ('""', False, "")
+        if safety is base.Safety.UNSAFE:  # its formatting is unknown: the constant parts, as before
+            msg = trap.literal(trap.message_value(message)[0])  # type: ignore[index]
+        else:
+            note += dropped
         conjuncts = trap.flatten(node.test, cst.And)
         kinds = [tz.kind(c) for c in conjuncts]
         n_static = next((i for i, k in enumerate(kinds) if k != "static"), len(kinds))
@@ -289,8 +295,8 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
             note += f"; unsafe fix: {'; '.join(tz.missing)}"
         return trap.branches([(guard, [f"{assert_async}({ok}, {msg})"])]), safety, note
 
-    def _exception(self, raise_: cst.Raise) -> tuple[cst.BaseExpression, str]:
-        """(exception type expression, message under compile) of `raise E(msg)`."""
+    def _exception(self, raise_: cst.Raise) -> tuple[cst.BaseExpression, cst.BaseExpression | None]:
+        """(exception type expression, message expression) of `raise E(msg)`."""
         if raise_.exc is None:
             raise trap.Refuse("a bare `raise` re-raises the active exception")
         cause = raise_.cause
@@ -298,10 +304,10 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
             raise trap.Refuse("`raise ... from <cause>`: the cause cannot be kept under compile")
         exc = raise_.exc
         if not isinstance(exc, cst.Call):
-            return exc, ""
+            return exc, None
         if any(a.keyword is not None or a.star for a in exc.args) or len(exc.args) > 1:
             raise trap.Refuse("the exception is built from keyword or several arguments")
-        value = trap.message_value(exc.args[0].value if exc.args else None)
-        if value is None:
+        message = exc.args[0].value if exc.args else None
+        if trap.message_value(message) is None:
             raise trap.Refuse("the message is neither a string literal nor an f-string")
-        return exc.func, value[0]
+        return exc.func, message

@@ -40,9 +40,13 @@ class AssertTensorMessageRule(base.GraphMendRule):
         else:
             assert (x >= 0).all(), "negative input, min="
     ```
-    An f-string message keeps its constant parts only under compile (the assertion message
-    must be known when the graph is built); eager runs keep the full message. Both branches
-    are `assert` statements, so `python -O` still removes the check in both modes.
+    An f-string message keeps its values under compile when torch can format them inside the
+    graph (dtypes, `dim()`, config numbers; measured on torch 2.13): the compiled branch is then
+    `torch._assert_async(<test>, f"...")`. Sizes (`x.shape[0]`, `tuple(x.shape)`) would
+    specialise dynamic shapes (a recompile per size) and tensors or a `torch.Size` break the
+    graph, so such a message keeps its constant parts only (`f"min={x.min()}"` -> `"min="`),
+    and the finding says so; eager runs keep the full message. With `assert` in both branches,
+    `python -O` still removes the check in both modes.
 
     ## Fix safety
     Safe: in eager mode `torch.compiler.is_compiling()` is `False` and the original assert
@@ -155,13 +159,17 @@ class AssertTensorMessageRule(base.GraphMendRule):
         if trap.is_constant_message(node.msg) and self._dynamo_rewrites(node.test, tz):
             return
         try:
-            line, test, msg = self._compiled_assert(node, tz)
+            line, test, msg, keeps, note = self._compiled_assert(node, tz)
         except trap.Refuse as why:
             self.flag(node, f"{self.MESSAGE}; no fix: {why}")
             return
-        compiled = trap.branches([(None, [f"assert {test}" + (f", {msg}" if msg is not None else "")])])
+        if keeps:
+            check = f"{tz.name('torch._assert_async')}({test}, {msg})"  # keeps the f-string's values
+        else:
+            check = f"assert {test}" + (f", {msg}" if msg is not None else "")
+        compiled = trap.branches([(None, [check])])
         is_compiling = tz.name("torch.compiler.is_compiling")
-        self.flag(line, self.MESSAGE, at=node, replacement=trap.eager_split(line, is_compiling, compiled),
+        self.flag(line, self.MESSAGE + note, at=node, replacement=trap.eager_split(line, is_compiling, compiled),
                   safety=base.Safety.SAFE, needs_torch_import=tz.needs_import)
 
     def _dynamo_rewrites(self, test: cst.BaseExpression, tz: trap.Tensorize) -> bool:
@@ -172,7 +180,8 @@ class AssertTensorMessageRule(base.GraphMendRule):
             return False
         return tz.facts.value(test).is_tensor
 
-    def _compiled_assert(self, node: cst.Assert, tz: trap.Tensorize) -> tuple[cst.SimpleStatementLine, str, str | None]:
+    def _compiled_assert(self, node: cst.Assert, tz: trap.Tensorize) -> tuple:
+        """(line, compiled test, compiled message, whether it keeps f-string values, note)."""
         line = trap.sole_line(node, self.parent)
         if line is None:
             raise trap.Refuse("the assert shares its line with other statements")
@@ -181,9 +190,11 @@ class AssertTensorMessageRule(base.GraphMendRule):
         value = trap.message_value(node.msg)
         if value is None:
             raise trap.Refuse("the message is neither a string literal nor an f-string")
-        msg = trap.literal(value[0]) if node.msg is not None else None
+        msg, keeps, note = trap.compiled_message(node.msg, tz.facts)
         test = node.test
         if isinstance(test, cst.BooleanOperation) and not test.lpar and tz.kind(test.left) == "static":
             op = "and" if isinstance(test.operator, cst.And) else "or"  # the trace-time part stays Python
-            return line, f"{trap.operand(test.left)} {op} {tz.truth(test.right)}", msg
-        return line, tz.truth(test), msg
+            if keeps:  # `assert` needs a constant message under compile
+                msg, note = trap.literal(value[0]), "; under compile the message keeps only its constant parts"
+            return line, f"{trap.operand(test.left)} {op} {tz.truth(test.right)}", msg, False, note
+        return line, tz.truth(test), msg, keeps, note

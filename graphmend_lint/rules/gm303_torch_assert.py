@@ -42,7 +42,9 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
     ```
     `torch._assert(t, msg)` becomes `assert t, "<constant>"` under compile, which Dynamo
     captures as a graph assertion (and which `python -O` removes, like `torch._assert`
-    itself). An f-string message keeps its constant parts only under compile; a missing
+    itself). An f-string message whose values torch formats inside the graph (dtypes, `dim()`,
+    config numbers) is kept whole, with `torch._assert_async(t, f"...")`; one with sizes or
+    tensors keeps its constant parts only under compile, and the finding says so. A missing
     `_check_tensor_all` message becomes PyTorch's default text.
 
     ## Fix safety
@@ -156,13 +158,13 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
         if cond is None or tz.kind(cond) != "tensor" and (q == "torch._assert" or tz.kind(cond) == "static"):
             return  # the condition of _check_tensor_all is a tensor by contract
         try:
-            line, compiled_stmt = self._compiled(node, q, cond, tz)
+            line, compiled_stmt, note = self._compiled(node, q, cond, tz)
         except trap.Refuse as why:
             self.flag(node, f"{self.MESSAGE}; no fix: {why}")
             return
         is_compiling = tz.name("torch.compiler.is_compiling")
         compiled = trap.branches([(None, [compiled_stmt])])
-        self.flag(line, self.MESSAGE, at=node, replacement=trap.eager_split(line, is_compiling, compiled),
+        self.flag(line, self.MESSAGE + note, at=node, replacement=trap.eager_split(line, is_compiling, compiled),
                   safety=base.Safety.SAFE, needs_torch_import=tz.needs_import)
 
     @staticmethod
@@ -184,16 +186,22 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
         if context.in_try(node, self.parent):
             raise trap.Refuse("inside a `try` block, whose handlers would see another exception under compile")
         if q == "torch._assert":
-            value = trap.message_value(self._arg(node, 1, "message"))
-            if value is None:
+            arg = self._arg(node, 1, "message")
+            if trap.message_value(arg) is None:
                 raise trap.Refuse("the message is neither a string literal nor an f-string")
-            return line, f"assert {tz.truth(cond)}, {trap.literal(value[0])}"
+            if arg is None:
+                return line, f"assert {tz.truth(cond)}, \"\"", ""
+            msg, keeps, note = trap.compiled_message(arg, tz.facts)
+            if keeps:  # `assert` would need a constant message; _assert_async formats it in the graph
+                return line, f"{tz.name('torch._assert_async')}({tz.truth(cond)}, {msg})", note
+            return line, f"assert {tz.truth(cond)}, {msg}", note
         message = self._arg(node, 1, "message")
+        note = ""
         if message is None:
-            text = DEFAULT_CHECK_MESSAGE
+            text = trap.literal(DEFAULT_CHECK_MESSAGE)
         elif isinstance(message, cst.Lambda) and not message.params.params \
                 and trap.message_value(message.body) is not None:
-            text = trap.message_value(message.body)[0]  # type: ignore[index]
+            text, _, note = trap.compiled_message(message.body, tz.facts)
         else:
             raise trap.Refuse("the message is not a `lambda` returning a string literal or f-string")
         compares = isinstance(cond, cst.Comparison) and len(cond.comparisons) == 1 and not isinstance(
@@ -201,4 +209,4 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
         if tz.facts.value(cond).dtype != "bool" and not compares:
             raise trap.Refuse("the condition is not provably a bool tensor (eager raises on other dtypes)")
         all_ = tz.name("torch.all")
-        return line, f"{tz.name('torch._assert_async')}({all_}({trap.code(cond)}), {trap.literal(text)})"
+        return line, f"{tz.name('torch._assert_async')}({all_}({trap.code(cond)}), {text})", note
