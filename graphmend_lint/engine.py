@@ -11,6 +11,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from . import fastwalk
 from . import rules as rules_pkg
 from . import settings as settings_mod
+from .analysis import external
 from .analysis.bindings import Bindings
 
 MAX_FIX_PASSES = 10
@@ -29,8 +30,9 @@ def selected_rules(s: settings_mod.Settings) -> list[type]:
     return [r for r in rules_pkg.ALL_RULES if s.selects(r.CODE)]
 
 
-def lint_module(module: cst.Module, s: settings_mod.Settings) -> list:
-    with settings_mod.use(s):
+def lint_module(module: cst.Module, s: settings_mod.Settings, ext: external.FileFacts | None = None) -> list:
+    """`ext`: the file's facts from the project index (analysis/project.py); None: the file alone."""
+    with settings_mod.use(s), external.use(ext):
         instances = [r() for r in selected_rules(s)]
         fastwalk.visit_batched(module, instances)  # same hooks and metadata as MetadataWrapper's
     findings = [f for r in instances for f in r.findings]
@@ -75,7 +77,7 @@ def apply_fixes(module: cst.Module, fixes: list) -> cst.Module:
     return new
 
 
-def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
+def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: external.FileFacts | None = None) -> Result:
     """Lint `source`; with `fix`, apply allowed fixes pass after pass, then lint again.
 
     Raises libcst.ParserSyntaxError (and decoding errors) for sources that do not parse,
@@ -83,7 +85,7 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
     """
     s = replace(s, can_add_imports=True)
     module = cst.parse_module(source)
-    findings = lint_module(module, s)
+    findings = lint_module(module, s, ext)
     fixed = 0
     if fix:
         for _ in range(MAX_FIX_PASSES):
@@ -95,7 +97,7 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
                 break
             fixed += len(todo)
             module = cst.parse_module(new.bytes)
-            findings = lint_module(module, s)
+            findings = lint_module(module, s, ext)
         with warnings.catch_warnings():  # the file's own SyntaxWarnings are not ours to print
             warnings.simplefilter("ignore")
             compile(module.code, "<fixed>", "exec", dont_inherit=True)

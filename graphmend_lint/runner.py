@@ -164,22 +164,24 @@ def _fix_error(source: bytes, path: Path, e: SyntaxError) -> str:
     return f"a fix produced code that does not compile ({e.msg}, line {e.lineno}); file left unchanged"
 
 
-def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool) -> engine.Result:
+def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) -> engine.Result:
     """engine.check; lint-only runs parse the skeleton (skeleton.py), or the whole file if it fails."""
     if not fix:
         try:
-            lean = skeleton.skeleton(source, tree, s.compiled_scope)
+            keep = {qn.rsplit(".", 1)[-1] for qn in ext.compiled} if ext is not None else set()
+            lean = skeleton.skeleton(source, tree, s.compiled_scope, keep)
         except Exception:  # the skeleton is an optimisation: never a reason to fail
             lean = source
         if lean != source:
             try:
-                return engine.Result(engine.check(lean, s).findings, source, 0)
+                return engine.Result(engine.check(lean, s, ext=ext).findings, source, 0)
             except cst.ParserSyntaxError:
                 pass
-    return engine.check(source, s, fix)
+    return engine.check(source, s, fix, ext)
 
 
-def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False) -> FileOutcome:
+def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None) -> FileOutcome:
+    """`ext`: the file's facts from the project index (analysis/external.FileFacts), if any."""
     out = FileOutcome(path)
     try:
         source = files.read_source(path, MAX_BYTES)
@@ -188,8 +190,8 @@ def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False) -
         out.error = _one_line(_describe(e))
         return out
     try:
-        if prefilter.may_have_findings(source, s.compiled_scope, tree):
-            result = _in_big_thread(_check, source, tree, s, fix or diff)
+        if prefilter.may_have_findings(source, s.compiled_scope, tree, ext):
+            result = _in_big_thread(_check, source, tree, s, fix or diff, ext)
         else:  # no compiled code: no rule can report (see prefilter.py)
             result = engine.Result([], source, 0)
         changed = result.fixed > 0 and result.source != source

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,6 +30,9 @@ class Settings:
     unsafe_fixes: bool = False
     compiled_scope: str = "reachable"
     log_strategy: str = "guard"
+    # Project index (analysis/project.py): qualified names or fnmatch patterns of what it cannot see.
+    module_bases: tuple[str, ...] = ()  # classes whose subclasses are nn.Modules
+    compiled_functions: tuple[str, ...] = ()  # defs ("pkg.mod.f", "pkg.mod.Cls.m") that run compiled
     # The CLI adds `import torch` after fixing; Fixit cannot, so there a fix
     # that needs a torch name the file does not bind is not offered.
     can_add_imports: bool = False
@@ -50,8 +54,24 @@ def _as_tuple(table: dict, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+_QUALIFIED = re.compile(r"[A-Za-z_*?\[][\w*?\[\]!-]*(\.[A-Za-z_*?\[][\w*?\[\]!-]*)*")
+
+
+def _qualified_names(table: dict, key: str) -> tuple[str, ...]:
+    """module-bases / compiled-functions: qualified names (`pkg.mod.Base`), fnmatch patterns allowed."""
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"[tool.graphmend] {key} must be a list of qualified names (strings), e.g. [\"pkg.mod.Base\"]")
+    for v in value:
+        if not _QUALIFIED.fullmatch(v) or "." not in v and "*" not in v:
+            raise ConfigError(f"[tool.graphmend] {key}: {v!r} is not a qualified name like \"pkg.mod.Name\" "
+                              "(fnmatch patterns such as \"pkg.*.Base\" are allowed)")
+    return tuple(value)
+
+
 def from_table(table: dict, root: Path | None = None) -> Settings:
-    known = {"select", "ignore", "exclude", "unsafe-fixes", "compiled-scope", "log-strategy"}
+    known = {"select", "ignore", "exclude", "unsafe-fixes", "compiled-scope", "log-strategy", "module-bases",
+             "compiled-functions"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigError(f"[tool.graphmend] unknown option(s): {', '.join(unknown)}")
@@ -68,7 +88,9 @@ def from_table(table: dict, root: Path | None = None) -> Settings:
     strategy = table.get("log-strategy", "guard")
     if strategy not in LOG_STRATEGIES:
         raise ConfigError(f"[tool.graphmend] log-strategy must be one of {LOG_STRATEGIES}")
-    return replace(s, unsafe_fixes=unsafe, compiled_scope=scope, log_strategy=strategy)
+    return replace(s, unsafe_fixes=unsafe, compiled_scope=scope, log_strategy=strategy,
+                   module_bases=_qualified_names(table, "module-bases"),
+                   compiled_functions=_qualified_names(table, "compiled-functions"))
 
 
 def find_pyproject(start: Path) -> Path | None:

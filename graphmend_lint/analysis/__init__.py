@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from . import context
+from . import context, external
 from .bindings import Bindings
 from .scope import CompiledScope
 from .tensors import FunctionFacts, Value, module_layer_attrs
@@ -40,14 +40,16 @@ class ModuleFacts:
         return facts
 
 
-_last: tuple[cst.Module, str, ModuleFacts] | None = None
+_last: tuple[cst.Module, str, external.FileFacts, ModuleFacts] | None = None
 
 
 def facts_for(module: cst.Module, compiled_scope: str = "reachable") -> ModuleFacts:
-    """Facts for `module`; the rules of one batched visit share one instance."""
+    """Facts for `module` (with the cross-file facts in `external.current()`); the rules of one
+    batched visit share one instance."""
     global _last
-    if _last is not None and _last[0] is module and _last[1] == compiled_scope:
-        return _last[2]
+    ext = external.current()
+    if _last is not None and _last[0] is module and _last[1] == compiled_scope and _last[2] == ext:
+        return _last[3]
     facts = ModuleFacts(module, compiled_scope)
-    _last = (module, compiled_scope, facts)
+    _last = (module, compiled_scope, ext, facts)
     return facts

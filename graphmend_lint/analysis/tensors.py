@@ -15,6 +15,7 @@ import libcst as cst
 
 from .. import fastwalk  # read-only walk without libcst's node rebuilding
 
+from . import context
 from . import tables as T
 from .bindings import Bindings, dotted
 
@@ -145,6 +146,24 @@ class FunctionFacts:
             self.params[p.name.value] = p
         self.shadowed = _shadowed_params(func, set(self.params))
         self._active: set[str] = set()
+        self._const_active: set[str] = set()
+
+    # -- compile guards ------------------------------------------------------
+    def compile_const(self, expr: cst.BaseExpression) -> bool | None:
+        """The value of `expr` under torch.compile when constant (context.compile_value), names
+        followed through their assignments (`is_tracing = torch.jit.is_tracing() or is_compiling()`)."""
+        return context.compile_value(expr, self.b, self._name_const)
+
+    def _name_const(self, name: str) -> bool | None:
+        values = self.assigned.get(name)
+        if not values or name in self.params or name in self._const_active:
+            return None
+        self._const_active.add(name)
+        try:
+            got = {self.compile_const(v) if v is not None else None for v in values}
+        finally:
+            self._const_active.discard(name)
+        return got.pop() if len(got) == 1 else None
 
     # -- names ---------------------------------------------------------------
     def _name(self, node: cst.Name, depth: int) -> Value:
@@ -298,6 +317,9 @@ class FunctionFacts:
                 return DATA if inner.data_dependent else inner
             return inner
         if isinstance(node, cst.BooleanOperation):
+            if self.compile_const(node) is not None or \
+                    self.compile_const(node.left) is (not isinstance(node.operator, cst.And)):
+                return STATIC  # `not is_compiling() and <tensor test>`: constant under compile
             vals = [self.value(node.left, depth + 1), self.value(node.right, depth + 1)]
             if any(v.data_dependent for v in vals):
                 return DATA

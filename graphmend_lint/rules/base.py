@@ -78,7 +78,8 @@ class GraphMendRule(LintRule):
             outer = self.function_of(outer)
         if outer is None or func is None:
             return None
-        if context.runs_only_in_eager(node, self.parent, self.facts.bindings):
+        const = self.facts.function(func).compile_const
+        if context.runs_only_in_eager(node, self.parent, self.facts.bindings, const):
             return None
         return func
 
