@@ -53,30 +53,61 @@ def is_compiling_check(test: cst.BaseExpression, b: Bindings) -> bool:
     return bool(guards) and dotted(test.func) in guards
 
 
-def compile_value(expr: cst.BaseExpression, b: Bindings, names: NameConst | None = None) -> bool | None:
+def compile_value(expr: cst.BaseExpression, b: Bindings, names: NameConst | None = None,
+                  strict: bool = False) -> bool | None:
     """The value of `expr` under torch.compile when it is constant there, else None.
 
     `is_compiling()` (any spelling) is True, `torch.jit.is_scripting()/is_tracing()` False;
-    `not`, `and`, `or` as Python evaluates them; a name through `names` (its assignments)."""
+    `not`, `and`, `or` as Python evaluates them; a name through `names` (its assignments).
+    `strict`: only when no non-constant operand is evaluated (`x.any() and False` is then None)."""
     if isinstance(expr, cst.Call):
         if is_compiling_check(expr, b):
             return True
-        return False if b.qualify(expr.func) in NOT_COMPILING else None
+        q = b.qualify(expr.func)
+        if q is None and isinstance(expr.func, cst.Name) and expr.func.value == "hasattr" and len(expr.args) == 2 \
+                and b.qualify(expr.args[0].value) == "torch":
+            return True  # `hasattr(torch, "_dynamo") and torch._dynamo.is_compiling()`: torch has it when compiling
+        return False if q in NOT_COMPILING else None
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        v = compile_value(expr.expression, b, names)
+        v = compile_value(expr.expression, b, names, strict)
         return None if v is None else not v
     if isinstance(expr, cst.BooleanOperation):
-        left = compile_value(expr.left, b, names)
+        left = compile_value(expr.left, b, names, strict)
         is_and = isinstance(expr.operator, cst.And)
         if left is (not is_and):  # short-circuits: `False and ...`, `True or ...`
             return left
-        right = compile_value(expr.right, b, names)
+        if strict and left is None:
+            return None
+        right = compile_value(expr.right, b, names, strict)
         if right is (not is_and):
             return right
         return left if left is not None and right is not None else None
     if isinstance(expr, cst.Name) and names is not None:
         return names(expr.value)
     return None
+
+
+def _parts(expr: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, op):
+        return [*_parts(expr.left, op), *_parts(expr.right, op)]
+    return [expr]
+
+
+def gate_note(test: cst.BaseExpression, const) -> str:
+    """For `(is_training or not is_tracing) and <tensor test>`: under compile `not is_tracing` is
+    False, so the tensor test runs (and breaks) only when `is_training` is true. The note says so."""
+    gates = []
+    for part in _parts(test, cst.And):
+        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.Or):
+            ors = _parts(part, cst.Or)
+            values = [const(p) for p in ors]
+            if False in values and True not in values:
+                rest = [cst.Module([]).code_for_node(p) for p, v in zip(ors, values) if v is None]
+                if rest:
+                    gates.append(" or ".join(f"`{r}`" for r in rest))
+    if not gates:
+        return ""
+    return f" (under torch.compile only when {' and '.join(gates)} is true: the other operands are constant there)"
 
 
 def _exits(block: cst.BaseSuite) -> bool:

@@ -89,6 +89,7 @@ class ProjectIndex:
         self._module_class: dict[tuple[str, str], bool] = {}
         self._guard: dict[tuple[str, str], bool] = {}
         self._compiled: set[tuple[str, str]] | None = None
+        self._by_module: dict[str, set[str]] | None = None
 
     # -- finding modules -----------------------------------------------------
     def _top(self, name: str) -> list[Path]:
@@ -330,11 +331,15 @@ class ProjectIndex:
 
     # -- per file ----------------------------------------------------------------
     def file_facts(self, mod: str) -> FileFacts:
+        if self._by_module is None:
+            self._by_module = {}
+            for m, qn in self.compiled():  # reads the modules it reaches
+                self._by_module.setdefault(m, set()).add(qn)
         s = self.mods.get(mod)
         if s is None:
             return FileFacts()
         classes = frozenset(c for c in s["classes"] if self.is_module_class(mod, c))
-        compiled = frozenset(qn for m, qn in self.compiled() if m == mod)
+        compiled = frozenset(self._by_module.get(mod, ()))
         guards = set()
         if compiled or classes:
             calls = {c for qn in compiled for c in s["defs"][qn]["calls"]} if compiled else \

@@ -159,10 +159,16 @@ class FunctionFacts:
         self._const_active: set[str] = set()
 
     # -- compile guards ------------------------------------------------------
-    def compile_const(self, expr: cst.BaseExpression) -> bool | None:
+    def compile_const(self, expr: cst.BaseExpression, strict: bool = False) -> bool | None:
         """The value of `expr` under torch.compile when constant (context.compile_value), names
         followed through their assignments (`is_tracing = torch.jit.is_tracing() or is_compiling()`)."""
-        return context.compile_value(expr, self.b, self._name_const)
+        return context.compile_value(expr, self.b, self._name_const, strict)
+
+    def short_circuited(self, test: cst.BaseExpression) -> bool:
+        """Under compile, Python stops evaluating `test` at constant operands before any other:
+        `not is_compiling() and x.any()` never evaluates `x.any()` there."""
+        return isinstance(test, cst.BooleanOperation) and \
+            self.compile_const(test.left, strict=True) is (not isinstance(test.operator, cst.And))
 
     def _name_const(self, name: str) -> bool | None:
         values = self.assigned.get(name)
@@ -371,8 +377,7 @@ class FunctionFacts:
                 return DATA if inner.data_dependent else inner
             return inner
         if isinstance(node, cst.BooleanOperation):
-            if self.compile_const(node) is not None or \
-                    self.compile_const(node.left) is (not isinstance(node.operator, cst.And)):
+            if self.compile_const(node, strict=True) is not None or self.short_circuited(node):
                 return STATIC  # `not is_compiling() and <tensor test>`: constant under compile
             vals = [self.value(node.left, depth + 1), self.value(node.right, depth + 1)]
             if vals[0].kind == "static" and vals[1].is_tensor:

@@ -119,6 +119,10 @@ class GraphMendRule(LintRule):
             return
         if replacement is None:
             safety = Safety.NONE
+        if isinstance(at, cst.BooleanOperation) and self.facts is not None:  # training-only breaks say so
+            func = self.function_of(at)
+            if func is not None:
+                message += context.gate_note(at, self.facts.function(func).compile_const)
         pos = self.get_metadata(PositionProvider, at if at is not None else node)
         span = self.get_metadata(PositionProvider, node)
         self.findings.append(
