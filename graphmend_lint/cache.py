@@ -108,12 +108,12 @@ class Cache:
     def get_json(self, kind: str, key: str):
         """A stored JSON value of another kind ("idx": file summaries, "run": a run's index facts)."""
         try:
-            return json.loads((self.dir / kind / key[:2] / f"{key[2:]}.json").read_bytes())
+            return json.loads((self.dir / kind / key[:2] / f"{key[2:]}.idx").read_bytes())
         except (OSError, ValueError):
             return None
 
     def put_json(self, kind: str, key: str, value) -> None:
-        self._write(self.dir / kind / key[:2] / f"{key[2:]}.json", value)
+        self._write(self.dir / kind / key[:2] / f"{key[2:]}.idx", value)  # JSON; not a result entry
 
     def _path(self, key: str) -> Path:
         return self.dir / key[:2] / f"{key[2:]}.json"

@@ -1,6 +1,7 @@
 """Run the rules over one source and apply fixes until nothing changes."""
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -31,8 +32,9 @@ def selected_rules(s: settings_mod.Settings) -> list[type]:
 
 
 def lint_module(module: cst.Module, s: settings_mod.Settings, ext: external.FileFacts | None = None) -> list:
-    """`ext`: the file's facts from the project index (analysis/project.py); None: the file alone."""
-    with settings_mod.use(s), external.use(ext):
+    """`ext`: the file's facts from the project index (analysis/project.py); None: those set by the
+    caller (`external.use`), else the file alone."""
+    with settings_mod.use(s), (external.use(ext) if ext is not None else contextlib.nullcontext()):
         instances = [r() for r in selected_rules(s)]
         fastwalk.visit_batched(module, instances)  # same hooks and metadata as MetadataWrapper's
     findings = [f for r in instances for f in r.findings]

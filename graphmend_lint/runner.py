@@ -20,6 +20,7 @@ from pathlib import Path
 import libcst as cst
 
 from . import engine, files, prefilter, skeleton
+from .analysis import external
 from .settings import Settings
 
 # Larger files are refused: libcst needs minutes and gigabytes for them (1.4 MB: 80 s, 0.8 GB).
@@ -174,10 +175,12 @@ def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) ->
             lean = source
         if lean != source:
             try:
-                return engine.Result(engine.check(lean, s, ext=ext).findings, source, 0)
+                with external.use(ext):
+                    return engine.Result(engine.check(lean, s).findings, source, 0)
             except cst.ParserSyntaxError:
                 pass
-    return engine.check(source, s, fix, ext)
+    with external.use(ext):
+        return engine.check(source, s, fix)
 
 
 def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None) -> FileOutcome:
