@@ -183,12 +183,16 @@ def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) ->
         return engine.check(source, s, fix)
 
 
-def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None) -> FileOutcome:
-    """`ext`: the file's facts from the project index (analysis/external.FileFacts), if any."""
+def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None,
+               on_tree=None) -> FileOutcome:
+    """`ext`: the file's facts from the project index (analysis/external.FileFacts), if any.
+    `on_tree(source, tree)`: called with Python's `ast` tree of a valid file (the index's summary)."""
     out = FileOutcome(path)
     try:
         source = files.read_source(path, MAX_BYTES)
         tree = validate(source)
+        if on_tree is not None:
+            on_tree(source, tree)
     except Exception as e:  # bad input never stops the run
         out.error = _one_line(_describe(e))
         return out

@@ -33,8 +33,8 @@ def write(root: Path, files: dict[str, str]) -> list[Path]:
     return out
 
 
-def lint(paths: list[Path], s: Settings | None = None, cache: bool = False) -> dict[str, list[tuple[int, str]]]:
-    outs = parallel.check_files(paths, s or Settings(), jobs=1, use_cache=cache)
+def lint(paths: list[Path], s: Settings | None = None, cache: bool = False, jobs: int = 1) -> dict[str, list[tuple[int, str]]]:
+    outs = parallel.check_files(paths, s or Settings(), jobs=jobs, use_cache=cache)
     return {o.path.name: sorted((f.line, f.code) for f in o.findings) for o in outs}
 
 
@@ -51,9 +51,11 @@ def _base_pkg(tmp_path: Path) -> list[Path]:
     })
 
 
-def test_cross_file_bases_two_levels_deep(tmp_path):
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_cross_file_bases_two_levels_deep(tmp_path, jobs):
+    """First pass in workers (each file alone), then the files the index changes are checked again."""
     paths = _base_pkg(tmp_path)
-    got = lint(paths)
+    got = lint(paths, jobs=jobs)
     for name in ("enc_relative.py", "enc_absolute.py", "enc_reexport.py"):
         assert got[name] == EXPECT, name
     assert got["not_a_module.py"] == []

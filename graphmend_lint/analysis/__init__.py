@@ -96,6 +96,20 @@ class ModuleFacts:
 _last: tuple[cst.Module, str, external.FileFacts, ModuleFacts] | None = None
 
 
+def forget() -> None:
+    global _last
+    _last = None
+
+
+def last_scope() -> tuple[frozenset, frozenset]:
+    """(nn.Module classes, compiled "f"/"Cls.m" defs) of the last module analysed, or empty ones."""
+    if _last is None:
+        return frozenset(), frozenset()
+    scope = _last[3].scope
+    compiled = {scope.qualname(f) for f in scope.compiled}
+    return frozenset(scope.module_classes), frozenset(q for q in compiled if q)
+
+
 def facts_for(module: cst.Module, compiled_scope: str = "reachable") -> ModuleFacts:
     """Facts for `module` (with the cross-file facts in `external.current()`); the rules of one
     batched visit share one instance."""

@@ -30,7 +30,7 @@ import warnings
 from pathlib import Path
 
 from . import summary as summary_mod
-from .context import IS_COMPILING
+from .context import IS_COMPILING, IS_COMPILING_NAMES
 from .external import FileFacts
 from .scope import COMPILE_FUNCS, DISABLE_FUNCS, MODULE_BASE_SUFFIXES
 
@@ -348,8 +348,8 @@ class ProjectIndex:
                 if c.split(".")[0] in ("self", "cls", "super()"):
                     continue
                 q = self.qualify(mod, c)
-                if q is None or q.startswith("torch.") or q in IS_COMPILING:
-                    continue
+                if q is None or q.startswith("torch.") or q in IS_COMPILING or c in IS_COMPILING_NAMES:
+                    continue  # torch's own, and what the file alone already takes for a guard
                 t = self.lookup(q)
                 if t is not None and t[0] == "def" and self.is_guard(t[1], t[2]):
                     guards.add(c)
