@@ -15,6 +15,7 @@ a time, and send back findings without libcst nodes.
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -110,15 +111,18 @@ def _first_pass(item: tuple) -> tuple:
     return (got[0] if got else None), analysis.last_scope(), out
 
 
-def _adds_nothing(ext: FileFacts, local: tuple | None, summ: dict | None) -> bool:
+def _forward_classes(summ: dict | None) -> frozenset:
+    return frozenset(qn.split(".")[0] for qn in (summ["defs"] if summ else ()) if qn.endswith(".forward"))
+
+
+def _adds_nothing(ext: FileFacts, local: tuple | None, with_forward: frozenset) -> bool:
     """The index tells the file nothing it did not see alone: its first-pass result stands."""
     if local is None:
         return False
     classes, compiled = local
     if ext.compiled - compiled or ext.guards:
         return False
-    defs = summ["defs"] if summ else {}
-    return not any(f"{c}.forward" in defs for c in ext.module_classes - classes)
+    return not (ext.module_classes - classes) & with_forward
 
 
 # -- the project index -----------------------------------------------------------------
@@ -232,13 +236,15 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
             if got[0] is not None and cache is not None:
                 cache.put_json("idx", digests[p], got[0])
             if got[2] is not None:
-                first[p] = got
+                first[p] = (got[1], got[2], _forward_classes(got[0]))
         facts = _index(run, roots, summaries, s, cache, key)
+        del summaries
+        gc.collect()  # the workers forked next need none of it
     rest = []
     for i, p in enumerate(paths):
         ext = facts.get(p, EMPTY)
-        if p in first and (first[p][2].error is not None or _adds_nothing(ext, first[p][1], first[p][0])):
-            out = outcomes[i] = first[p][2]
+        if p in first and (first[p][1].error is not None or _adds_nothing(ext, first[p][0], first[p][2])):
+            out = outcomes[i] = first[p][1]
             if cache is not None and out.error is None and _read(p) == data[p]:
                 cache.put(cache.key(data[p], ext.key()), out.findings)
             continue

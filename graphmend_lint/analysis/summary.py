@@ -79,8 +79,16 @@ class _Summary:
         self.compile: list[str] = []
 
     def _text(self, node: ast.AST) -> str:
+        """The def's source without comments and without its docstring (examples there are not calls)."""
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])  # type: ignore[attr-defined]
-        return _COMMENT.sub("", "\n".join(self.lines[first - 1:node.end_lineno]))  # type: ignore[attr-defined]
+        lines = self.lines[first - 1:node.end_lineno]  # type: ignore[attr-defined]
+        body = node.body  # type: ignore[attr-defined]
+        doc = body[0] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str) else None
+        if doc is not None and doc.lineno > node.lineno:  # type: ignore[attr-defined]
+            a, b = doc.lineno - first, doc.end_lineno - first + 1  # type: ignore[operator]
+            lines = lines[:a] + lines[b:]
+        return _COMMENT.sub("", "\n".join(lines))
 
     def import_(self, s: ast.AST) -> None:
         if isinstance(s, ast.Import):
