@@ -85,6 +85,8 @@ class ProjectIndex:
         self.is_pkg: dict[str, bool] = {m: p.name == "__init__.py" for m, p in run.items()}
         self.external: dict[str, Path] = {}  # modules read from outside the run
         self._tops: dict[str, list[Path]] = {}
+        self._qualified: dict[tuple[str, str], str | None] = {}
+        self._project_tops = {m.split(".")[0] for m in run}
         self._lookups: dict[str, tuple | None] = {}
         self._module_class: dict[tuple[str, str], bool] = {}
         self._guard: dict[tuple[str, str], bool] = {}
@@ -129,6 +131,15 @@ class ProjectIndex:
         self.mods[name] = s
         return s
 
+    def in_project(self, qual: str) -> bool:
+        """`qual` may name something of the run or the project (not of an installed package)."""
+        top = qual.split(".")[0]
+        if top not in self._project_tops:
+            if not any(d in self.project_roots for d in self._top(top)):
+                return False
+            self._project_tops.add(top)
+        return True
+
     def traversable(self, mod: str) -> bool:
         """Calls are followed into the run's files and the project's own (not installed packages)."""
         if mod in self.run:
@@ -151,6 +162,12 @@ class ProjectIndex:
 
     def qualify(self, mod: str, name: str, depth: int = 0) -> str | None:
         """The qualified name `name` (dotted, as written in `mod`) refers to, or None."""
+        key = (mod, name)
+        if key not in self._qualified:
+            self._qualified[key] = self._qualify(mod, name, depth)
+        return self._qualified[key]
+
+    def _qualify(self, mod: str, name: str, depth: int) -> str | None:
         s = self.module(mod)
         if s is None or depth > MAX_DEPTH:
             return None
@@ -264,7 +281,7 @@ class ProjectIndex:
         if head == "super()" and cls and rest and "." not in rest:
             return self.method(mod, cls, rest, skip_self=True)
         q = self.qualify(mod, call)
-        r = self.lookup(q) if q else None
+        r = self.lookup(q) if q and self.in_project(q) else None  # installed packages: not followed
         return (r[1], r[2]) if r is not None and r[0] == "def" else None
 
     def _roots(self) -> set[tuple[str, str]]:
@@ -348,8 +365,8 @@ class ProjectIndex:
                 if c.split(".")[0] in ("self", "cls", "super()"):
                     continue
                 q = self.qualify(mod, c)
-                if q is None or q.startswith("torch.") or q in IS_COMPILING or c in IS_COMPILING_NAMES:
-                    continue  # torch's own, and what the file alone already takes for a guard
+                if q is None or q in IS_COMPILING or c in IS_COMPILING_NAMES or not self.in_project(q):
+                    continue  # what the file alone already takes for a guard; installed packages
                 t = self.lookup(q)
                 if t is not None and t[0] == "def" and self.is_guard(t[1], t[2]):
                     guards.add(c)
