@@ -1,7 +1,9 @@
 """A persistent cache of per-file results, keyed by content, tool and settings.
 
 Key: sha256 of (the source bytes, every source file of graphmend_lint, the libcst/fixit/Python
-versions, the settings). One JSON file per entry, written to a temporary name and renamed, so
+versions, the settings, and the file's facts from the project index: a file whose base class or
+caller changed in another file gets a new key). The index keeps its own entries here too
+(`idx/`: one summary per file content, `run/`: the facts of a whole run, see parallel.py). One JSON file per entry, written to a temporary name and renamed, so
 concurrent runs (pre-commit in parallel) never see half an entry. Only clean results are
 stored (no read or parse error), and only for files left unchanged by the run.
 """
@@ -99,8 +101,19 @@ class Cache:
         xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         return cls(Path(xdg) / "graphmend-lint", s)
 
-    def key(self, source: bytes) -> str:
-        return hashlib.sha256(self.prefix + source).hexdigest()
+    def key(self, source: bytes, extra: bytes = b"") -> str:
+        """`extra`: the cross-file facts the file's result depends on (external.FileFacts.key())."""
+        return hashlib.sha256(self.prefix + source + b"\0" + extra).hexdigest()
+
+    def get_json(self, kind: str, key: str):
+        """A stored JSON value of another kind ("idx": file summaries, "run": a run's index facts)."""
+        try:
+            return json.loads((self.dir / kind / key[:2] / f"{key[2:]}.idx").read_bytes())
+        except (OSError, ValueError):
+            return None
+
+    def put_json(self, kind: str, key: str, value) -> None:
+        self._write(self.dir / kind / key[:2] / f"{key[2:]}.idx", value)  # JSON; not a result entry
 
     def _path(self, key: str) -> Path:
         return self.dir / key[:2] / f"{key[2:]}.json"
@@ -119,7 +132,9 @@ class Cache:
             return None
 
     def put(self, key: str, findings: list) -> None:
-        path = self._path(key)
+        self._write(self._path(key), [_encode(f) for f in findings])
+
+    def _write(self, path: Path, value) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             ignore = self.dir.parent / ".gitignore"
@@ -130,7 +145,7 @@ class Cache:
             return  # a cache that cannot be written is only slower
         try:
             with os.fdopen(fd, "w") as fh:
-                json.dump([_encode(f) for f in findings], fh)
+                json.dump(value, fh)
             os.replace(tmp, path)
         except OSError:
             pass

@@ -1,6 +1,7 @@
 """Run the rules over one source and apply fixes until nothing changes."""
 from __future__ import annotations
 
+import contextlib
 import difflib
 import warnings
 from collections import Counter
@@ -11,6 +12,7 @@ import libcst as cst
 from . import fastwalk
 from . import rules as rules_pkg
 from . import settings as settings_mod
+from .analysis import external
 from .analysis.bindings import Bindings
 from .fixes import layout
 
@@ -32,8 +34,10 @@ def selected_rules(s: settings_mod.Settings) -> list[type]:
     return [r for r in rules_pkg.ALL_RULES if s.selects(r.CODE)]
 
 
-def lint_module(module: cst.Module, s: settings_mod.Settings) -> list:
-    with settings_mod.use(s):
+def lint_module(module: cst.Module, s: settings_mod.Settings, ext: external.FileFacts | None = None) -> list:
+    """`ext`: the file's facts from the project index (analysis/project.py); None: those set by the
+    caller (`external.use`), else the file alone."""
+    with settings_mod.use(s), (external.use(ext) if ext is not None else contextlib.nullcontext()):
         instances = [r() for r in selected_rules(s)]
         fastwalk.visit_batched(module, instances)  # same hooks and metadata as MetadataWrapper's
     findings = [f for r in instances for f in r.findings]
@@ -100,7 +104,7 @@ def finish(before: str, module: cst.Module, s: settings_mod.Settings) -> cst.Mod
     return layout.wrap(module, layout.changed_lines(before, module.code), s.line_length)
 
 
-def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
+def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: external.FileFacts | None = None) -> Result:
     """Lint `source`; with `fix`, apply allowed fixes pass after pass, then lint again.
 
     Raises libcst.ParserSyntaxError (and decoding errors) for sources that do not parse,
@@ -108,7 +112,7 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
     """
     s = replace(s, can_add_imports=True)
     module = cst.parse_module(source)
-    findings = lint_module(module, s)
+    findings = lint_module(module, s, ext)
     fixed, codes = 0, Counter()
     original = module.code
     if fix:
@@ -122,12 +126,12 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False) -> Result:
             fixed += len(todo)
             codes.update(f.code for f in todo)
             module = cst.parse_module(new.bytes)
-            findings = lint_module(module, s)
+            findings = lint_module(module, s, ext)
         if fixed:
             finished = finish(original, module, s)
             if finished.code != module.code:
                 module = cst.parse_module(finished.bytes)
-                findings = lint_module(module, s)
+                findings = lint_module(module, s, ext)
         with warnings.catch_warnings():  # the file's own SyntaxWarnings are not ours to print
             warnings.simplefilter("ignore")
             compile(module.code, "<fixed>", "exec", dont_inherit=True)

@@ -9,6 +9,7 @@ A file with neither cannot have compiled code, so no rule can fire there: it is 
 libcst. The test is a superset of scope.py's roots (any class with any base counts), read from
 Python's own `ast` tree that the runner already builds to validate the file. tests/test_speed_*.py
 check that every rule's INVALID examples and every fixture pass this filter.
+The project index (analysis/project.py) adds roots from other files: such files are kept.
 If scope.py gains a new kind of root, add it here.
 """
 from __future__ import annotations
@@ -39,9 +40,10 @@ def _has_forward_method(node: ast.AST, in_class: bool = False) -> bool:
     return False
 
 
-def may_have_findings(source: bytes, compiled_scope: str, tree: ast.AST | None = None) -> bool:
-    """False only when no rule can report anything in `source` (it has no compiled code)."""
-    if not ENABLED or compiled_scope != "reachable":
+def may_have_findings(source: bytes, compiled_scope: str, tree: ast.AST | None = None, ext=None) -> bool:
+    """False only when no rule can report anything in `source` (it has no compiled code).
+    `ext`: the project index's facts; a file with defs called compiled from other files is kept."""
+    if not ENABLED or compiled_scope != "reachable" or (ext is not None and ext.compiled):
         return True
     if b"torch" in source and any(n in source for n in _needles()):
         return True

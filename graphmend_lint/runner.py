@@ -20,6 +20,7 @@ from pathlib import Path
 import libcst as cst
 
 from . import engine, files, prefilter, skeleton
+from .analysis import external
 from .settings import Settings
 
 # Larger files are refused: libcst needs minutes and gigabytes for them (1.4 MB: 80 s, 0.8 GB).
@@ -166,42 +167,50 @@ def _fix_error(source: bytes, path: Path, e: SyntaxError) -> str:
     return f"a fix produced code that does not compile ({e.msg}, line {e.lineno}); file left unchanged"
 
 
-def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool) -> engine.Result:
+def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) -> engine.Result:
     """engine.check; lint-only runs parse the skeleton (skeleton.py), or the whole file if it fails."""
     if not fix:
         try:
-            lean = skeleton.skeleton(source, tree, s.compiled_scope)
+            keep = {qn.rsplit(".", 1)[-1] for qn in ext.compiled} if ext is not None else set()
+            lean = skeleton.skeleton(source, tree, s.compiled_scope, keep)
         except Exception:  # the skeleton is an optimisation: never a reason to fail
             lean = source
         if lean != source:
             try:
-                return engine.Result(engine.check(lean, s).findings, source, 0)
+                with external.use(ext):
+                    return engine.Result(engine.check(lean, s).findings, source, 0)
             except cst.ParserSyntaxError:
                 pass
-    return engine.check(source, s, fix)
+    with external.use(ext):
+        return engine.check(source, s, fix)
 
 
-def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False) -> FileOutcome:
+def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None,
+               on_tree=None) -> FileOutcome:
+    """`ext`: the file's facts from the project index (analysis/external.FileFacts), if any.
+    `on_tree(source, tree)`: called with Python's `ast` tree of a valid file (the index's summary)."""
     try:
         source = files.read_source(path, MAX_BYTES)
     except Exception as e:  # bad input never stops the run
         return FileOutcome(path, error=_one_line(_describe(e)))
-    return check_source(path, source, s, fix, diff)
+    return check_source(path, source, s, fix, diff, ext=ext, on_tree=on_tree)
 
 
 def check_source(path: Path, source: bytes, s: Settings, fix: bool = False, diff: bool = False,
-                 write: bool = True) -> FileOutcome:
+                 write: bool = True, ext=None, on_tree=None) -> FileOutcome:
     """Check `source` as the content of `path`; with `fix` (and `write`), write the fixed code there.
     With `write=False`, `fixed_source` holds the fixed code instead (stdin mode)."""
     out = FileOutcome(path)
     try:
         tree = validate(source)
+        if on_tree is not None:
+            on_tree(source, tree)
     except Exception as e:  # bad input never stops the run
         out.error = _one_line(_describe(e))
         return out
     try:
-        if prefilter.may_have_findings(source, s.compiled_scope, tree):
-            result = _in_big_thread(_check, source, tree, s, fix or diff)
+        if prefilter.may_have_findings(source, s.compiled_scope, tree, ext):
+            result = _in_big_thread(_check, source, tree, s, fix or diff, ext)
         else:  # no compiled code: no rule can report (see prefilter.py)
             result = engine.Result([], source, 0)
         changed = result.fixed > 0 and result.source != source

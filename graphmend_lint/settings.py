@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,6 +30,9 @@ class Settings:
     unsafe_fixes: bool = False
     compiled_scope: str = "reachable"
     log_strategy: str = "guard"
+    # Project index (analysis/project.py): qualified names or fnmatch patterns of what it cannot see.
+    module_bases: tuple[str, ...] = ()  # classes whose subclasses are nn.Modules
+    compiled_functions: tuple[str, ...] = ()  # defs ("pkg.mod.f", "pkg.mod.Cls.m") that run compiled
     # The CLI adds `import torch` after fixing; Fixit cannot, so there a fix
     # that needs a torch name the file does not bind is not offered.
     can_add_imports: bool = False
@@ -104,8 +108,24 @@ def _extra(s: Settings, table: dict) -> Settings:
 EXTRA_KEYS = {"extend-exclude", "per-file-ignores", "respect-gitignore", "line-length"}
 
 
+_QUALIFIED = re.compile(r"[A-Za-z_*?\[][\w*?\[\]!-]*(\.[A-Za-z_*?\[][\w*?\[\]!-]*)*")
+
+
+def _qualified_names(table: dict, key: str) -> tuple[str, ...]:
+    """module-bases / compiled-functions: qualified names (`pkg.mod.Base`), fnmatch patterns allowed."""
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"[tool.graphmend] {key} must be a list of qualified names (strings), e.g. [\"pkg.mod.Base\"]")
+    for v in value:
+        if not _QUALIFIED.fullmatch(v) or "." not in v and "*" not in v:
+            raise ConfigError(f"[tool.graphmend] {key}: {v!r} is not a qualified name like \"pkg.mod.Name\" "
+                              "(fnmatch patterns such as \"pkg.*.Base\" are allowed)")
+    return tuple(value)
+
+
 def from_table(table: dict, root: Path | None = None, line_length: int = 88) -> Settings:
-    known = {"select", "ignore", "exclude", "unsafe-fixes", "compiled-scope", "log-strategy"}
+    known = {"select", "ignore", "exclude", "unsafe-fixes", "compiled-scope", "log-strategy", "module-bases",
+             "compiled-functions"}
     known |= EXTRA_KEYS
     unknown = sorted(set(table) - known)
     if unknown:
@@ -123,7 +143,9 @@ def from_table(table: dict, root: Path | None = None, line_length: int = 88) -> 
     strategy = table.get("log-strategy", "guard")
     if strategy not in LOG_STRATEGIES:
         raise ConfigError(f"[tool.graphmend] log-strategy must be one of {LOG_STRATEGIES}")
-    s = replace(s, unsafe_fixes=unsafe, compiled_scope=scope, log_strategy=strategy)
+    s = replace(s, unsafe_fixes=unsafe, compiled_scope=scope, log_strategy=strategy,
+                module_bases=_qualified_names(table, "module-bases"),
+                compiled_functions=_qualified_names(table, "compiled-functions"))
     return _extra(s, table)
 
 

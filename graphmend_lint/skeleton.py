@@ -123,7 +123,7 @@ def _collect(tree: ast.Module) -> tuple[list[_Def], set[str]]:
     return defs, used
 
 
-def _compiled_defs(defs: list[_Def], used: set[str]) -> set[ast.AST]:
+def _compiled_defs(defs: list[_Def], used: set[str], keep: set[str] = frozenset()) -> set[ast.AST]:
     """Defs that may run compiled: `forward`, and (to a fixpoint) every def whose name kept code uses."""
     kept: set[ast.AST] = set()
     changed = True
@@ -131,7 +131,7 @@ def _compiled_defs(defs: list[_Def], used: set[str]) -> set[ast.AST]:
         changed = False
         for d in defs:
             name = d.node.name  # type: ignore[attr-defined]
-            if d.node not in kept and (name in ("forward", HELPER) or name in used):
+            if d.node not in kept and (name in ("forward", HELPER) or name in used or name in keep):
                 kept.add(d.node)
                 used |= d.used
                 changed = True
@@ -234,12 +234,13 @@ def _edit(block: list, ed: _Editor, compiled: set, top: bool, doc_block: bool = 
         ed.lines[first - 1] = indent + b"pass"
 
 
-def skeleton(source: bytes, tree: ast.Module, compiled_scope: str = "reachable") -> bytes:
-    """`source` with the code no rule can report on or read blanked; `source` itself when unsure."""
+def skeleton(source: bytes, tree: ast.Module, compiled_scope: str = "reachable", keep: set[str] = frozenset()) -> bytes:
+    """`source` with the code no rule can report on or read blanked; `source` itself when unsure.
+    `keep`: names of defs that run compiled by the project index (called from other files)."""
     if not ENABLED or compiled_scope != "reachable" or _whole_file(source, tree):
         return source
     defs, used = _collect(tree)
-    compiled = _compiled_defs(defs, used)
+    compiled = _compiled_defs(defs, used, set(keep))
     ed = _Editor(source)
     _edit(tree.body, ed, compiled, True)
     return b"\n".join(ed.lines)

@@ -27,7 +27,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 import torch._dynamo  # noqa: E402
 
-from graphmend_lint import engine  # noqa: E402
+from graphmend_lint import engine, parallel  # noqa: E402
 from graphmend_lint.settings import Settings  # noqa: E402
 from graphmend_lint.verify import recorder  # noqa: E402
 
@@ -134,6 +134,15 @@ def lint(path: str):
     return engine.check(Path(path).read_bytes(), Settings()).findings
 
 
+def lint_project(paths: list[str]) -> dict[str, list]:
+    """The files together, as `graphmend-lint check` does: with the project index (cross-file bases,
+    helpers called from other files, guard wrappers). GRAPHMEND_COVERAGE_ALONE=1: each file alone."""
+    if os.environ.get("GRAPHMEND_COVERAGE_ALONE") == "1":
+        return {f: lint(f) for f in paths}
+    outs = parallel.check_files([Path(f) for f in paths], Settings(), jobs=1, use_cache=False)
+    return {str(o.path): o.findings for o in outs}
+
+
 def _hits(b: Break, path: str, finding) -> bool:
     line = b.line_in(path)
     return line is not None and finding.line <= line <= finding.end_line
@@ -150,7 +159,7 @@ def analyse(name: str, model, inputs) -> dict:
     t_compile = time.perf_counter() - t0
     files = module_files(model) | {os.path.realpath(f) for b in breaks for f, _ in [*b.stack, (b.file, b.line)]
                                    if "/torch/" not in f and ("site-packages" in f or "/lib/python3" not in f)}
-    findings = {f: lint(f) for f in sorted(files) if f.endswith(".py") and os.path.exists(f)}
+    findings = lint_project([f for f in sorted(files) if f.endswith(".py") and os.path.exists(f)])
     match(breaks, findings)
     ran = executed_lines(model, inputs, set(findings))
     live = [(f, x) for f, xs in findings.items() for x in xs
@@ -298,6 +307,51 @@ def _deberta():
     return model, [{"input_ids": ids, "labels": torch.tensor([0, 2])}]
 
 
+def _sdpa(config_name, model_name, train=False):
+    """SDPA attention with a padded mask: transformers' mask helpers (modeling_attn_mask_utils) run;
+    `train`: training mode (dropout 0), where `(is_training or not is_tracing) and torch.all(...)` runs."""
+    def make():
+        import transformers
+        cfg = getattr(transformers, config_name)(
+            vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0, attention_dropout=0.0)
+        cfg._attn_implementation = "sdpa"
+        model = getattr(transformers, model_name)(cfg)
+        model = model.train() if train else model.eval()
+        ids = torch.randint(3, 128, (2, 8), generator=torch.Generator().manual_seed(1))
+        mask = torch.ones_like(ids)
+        return model, [{"input_ids": ids, "attention_mask": mask, "use_cache": False}]
+    return make
+
+
+def _encoder(config_name, model_name, **extra):
+    def make():
+        import transformers
+        cfg = getattr(transformers, config_name)(
+            vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            max_position_embeddings=64, pad_token_id=0, hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0, **extra)
+        model = getattr(transformers, model_name)(cfg).eval()
+        ids = torch.randint(3, 128, (2, 8), generator=torch.Generator().manual_seed(1))
+        mask = torch.ones_like(ids)
+        mask[1, 6:] = 0  # right padding: the mask path runs
+        return model, [{"input_ids": ids, "attention_mask": mask}, {"input_ids": ids}]
+    return make
+
+
+def _wav2vec2_train():
+    """Training mode with LayerDrop and SpecAugment: `skip_the_layer = self.training and p < layerdrop`."""
+    import transformers
+    cfg = transformers.Wav2Vec2Config(
+        vocab_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        conv_dim=(16, 16), conv_stride=(5, 4), conv_kernel=(10, 8), num_conv_pos_embeddings=8,
+        num_conv_pos_embedding_groups=4, layerdrop=0.5, mask_time_prob=0.5, mask_time_length=2,
+        hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, feat_proj_dropout=0.0)
+    model = transformers.Wav2Vec2Model(cfg).train()
+    x = torch.randn(2, 800, generator=torch.Generator().manual_seed(1))
+    return model, [(x,)]
+
+
 SUITE = {
     "hf_bart": _hf("hf_bart"),
     "hf_t5": _hf("hf_t5"),
@@ -313,6 +367,17 @@ SUITE = {
     "hf_switch_moe": _switch,
     "hf_jetmoe": _jetmoe,
     "hf_deberta_v2_cls": _deberta,
+    # added for issue 14 (cross-file helpers, guards, LayerDrop, more families)
+    "hf_llama_sdpa": _sdpa("LlamaConfig", "LlamaForCausalLM"),
+    "hf_llama_sdpa_train": _sdpa("LlamaConfig", "LlamaForCausalLM", train=True),
+    "hf_qwen2_sdpa": _sdpa("Qwen2Config", "Qwen2ForCausalLM"),
+    "hf_wav2vec2_train": _wav2vec2_train,
+    "hf_bert": _encoder("BertConfig", "BertModel"),
+    "hf_roberta": _encoder("RobertaConfig", "RobertaModel"),
+    "hf_electra": _encoder("ElectraConfig", "ElectraModel", embedding_size=32),
+    "hf_qwen2": _decoder("Qwen2Config", "Qwen2ForCausalLM"),
+    "hf_gemma": _decoder("GemmaConfig", "GemmaForCausalLM", head_dim=8),
+    "hf_opt": _decoder("OPTConfig", "OPTForCausalLM", ffn_dim=64, word_embed_proj_dim=32),
 }
 
 

@@ -1,6 +1,12 @@
 """Lint speed: graphmend-lint vs `fixit --rules graphmend_lint lint`, same rules, same files.
 
     python perf/lint_speed.py [--tree DIR] [--sample 200] [--seed 0] [--jobs 2]
+    python perf/lint_speed.py --tree-only [--code DIR] [--out FILE]   # cold/warm tree + a 3-file run
+
+`--tree-only`: no Fixit; lints a copy of the tree cold and warm, then edits 3 files (a comment line
+appended) and lints those 3 alone with the warm cache, as a pre-commit hook would (per-file
+latency), and the same 3 with an empty cache. `--code DIR`: the graphmend_lint package to time
+(default: this checkout's), e.g. an export of the base commit for a same-time comparison.
 
 Our CLI lints the whole tree (default: the installed `transformers` package) cold (empty cache),
 warm (unchanged files) and cold without the cache on the Fixit sample; Fixit lints a fixed, seeded
@@ -105,6 +111,51 @@ def summary(name: str, r: dict, files: int) -> dict:
     return keep
 
 
+THREE = ("models/llama/modeling_llama.py", "models/bert/modeling_bert.py", "models/wav2vec2/modeling_wav2vec2.py")
+
+
+def tree_only(args) -> int:
+    src = args.tree.resolve()
+    with tempfile.TemporaryDirectory(prefix="gm-lint-speed-") as tmp:
+        tmp = Path(tmp)
+        tree = tmp / "tree" / src.name
+        shutil.copytree(src, tree, ignore=shutil.ignore_patterns("__pycache__"))
+        files = sorted(str(p) for p in tree.rglob("*.py") if p.is_file())
+        snap = tmp / "code"
+        shutil.copytree(args.code, snap / "graphmend_lint", ignore=shutil.ignore_patterns("__pycache__"))
+        work = tmp / "work"
+        work.mkdir()
+        env = {**os.environ, "PYTHONPATH": str(snap), "GRAPHMEND_CACHE_DIR": str(tmp / "cache"),
+               "OMP_NUM_THREADS": "1"}
+        ours = [sys.executable, "-m", "graphmend_lint", "check", "--output-format", "json", "--exit-zero",
+                "-q", "-j", str(args.jobs)]
+        print(f"code {args.code}; tree copy of {src} ({len(files)} files); load before {os.getloadavg()}")
+        runs = {}
+        cold = timed([*ours, str(tree)], work, env)
+        runs["tree_cold"] = summary("tree, cold", cold, len(files))
+        warm = timed([*ours, str(tree)], work, env)
+        runs["tree_warm"] = summary("tree, warm", warm, len(files))
+        three = [tree / t for t in THREE]
+        for p in three:
+            p.write_bytes(p.read_bytes() + b"\n# edited\n")
+        edited = timed([*ours, *map(str, three)], work, env)
+        runs["three_edited_warm_cache"] = summary("3 edited files, warm cache", edited, 3)
+        empty = timed([*ours, *map(str, three)], work, {**env, "GRAPHMEND_CACHE_DIR": str(tmp / "cache2")})
+        runs["three_empty_cache"] = summary("3 files, empty cache", empty, 3)
+        rows = ours_rows(cold["stdout"])
+        result = {"code": str(args.code), "tree": str(src), "files": len(files), "runs": runs,
+                  "findings_tree": len(rows), "warm_equals_cold": rows == ours_rows(warm["stdout"]),
+                  "findings_three": len(ours_rows(edited["stdout"])),
+                  "load_average_after": os.getloadavg()}
+        findings_path = args.out.with_suffix(".findings.json")
+        findings_path.write_text(json.dumps(sorted(
+            [str(Path(r[0]).relative_to(tree)), *r[1:]] for r in rows), indent=0) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
 def main() -> int:
     import transformers  # noqa: F401  (only to locate the default tree)
 
@@ -114,7 +165,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", type=Path, default=OUT / "results.json")
+    ap.add_argument("--tree-only", action="store_true")
+    ap.add_argument("--code", type=Path, default=ROOT / "graphmend_lint")
     args = ap.parse_args()
+    if args.tree_only:
+        return tree_only(args)
 
     tree = args.tree.resolve()
     files = sorted(str(p) for p in tree.rglob("*.py") if p.is_file())

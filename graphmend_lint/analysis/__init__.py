@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from . import context
-from .bindings import Bindings
+from . import context, external
+from .bindings import Bindings, dotted
 from .scope import CompiledScope
-from .tensors import FunctionFacts, Value, module_layer_attrs
+from .tensors import FunctionFacts, Value, module_layer_attrs, tensor
 
 __all__ = ["ModuleFacts", "FunctionFacts", "Value", "context", "facts_for"]
 
@@ -24,6 +24,8 @@ class ModuleFacts:
         self.scope = CompiledScope(module, self.bindings, mode=compiled_scope)
         self._functions: dict[cst.FunctionDef, FunctionFacts] = {}
         self._layers: dict[cst.ClassDef, dict[str, str]] = {}
+        self._caller_map: dict | None = None
+        self._params_active: set = set()
 
     def function(self, func: cst.FunctionDef) -> FunctionFacts:
         """Tensor facts of one function (computed on first use)."""
@@ -36,18 +38,85 @@ class ModuleFacts:
                     if c not in self._layers:
                         self._layers[c] = module_layer_attrs(c, self.bindings)
                     attrs = {**self._layers[c], **attrs}
-            facts = self._functions[func] = FunctionFacts(func, self.bindings, attrs)
+            facts = self._functions[func] = FunctionFacts(
+                func, self.bindings, attrs, lambda name, f=func: self._from_callers(f, name))
         return facts
 
+    # -- parameters handed in by same-file callers ----------------------------
+    def _callers(self) -> dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]:
+        if self._caller_map is None:
+            idx = self.scope.index
+            out: dict[cst.FunctionDef, list] = {}
+            for caller, calls in idx.calls.items():
+                owner = idx.class_of.get(caller)
+                for call in calls:
+                    name = dotted(call.func)
+                    target = idx.functions.get(name) if name else None
+                    if target is None and owner is not None and name and name.startswith("self.") \
+                            and name.count(".") == 1:
+                        target = self.scope.method(owner, name[5:])
+                    if target is not None and target is not caller:
+                        out.setdefault(target, []).append((caller, call))
+            self._caller_map = out
+        return self._caller_map
 
-_last: tuple[cst.Module, str, ModuleFacts] | None = None
+    def _from_callers(self, func: cst.FunctionDef, name: str) -> Value | None:
+        """The value every same-file call of `func` passes for parameter `name`, when all are tensors."""
+        key = (func, name)
+        if key in self._params_active:
+            return None
+        sites = self._callers().get(func, [])
+        if not sites or len(sites) > 20:
+            return None
+        params = [*func.params.posonly_params, *func.params.params]
+        is_method = func in self.scope.index.class_of and params and params[0].name.value in ("self", "cls")
+        pos = [p.name.value for p in params][1 if is_method else 0:]
+        self._params_active.add(key)
+        try:
+            vals = []
+            for caller, call in sites:
+                arg = None
+                for i, a in enumerate(call.args):
+                    if a.star:
+                        return None
+                    if a.keyword is not None and a.keyword.value == name or \
+                            a.keyword is None and i < len(pos) and pos[i] == name:
+                        arg = a.value
+                if arg is None:
+                    return None
+                v = self.function(caller).value(arg)
+                if not v.is_tensor:
+                    return None
+                vals.append(v)
+        finally:
+            self._params_active.discard(key)
+        return tensor(all(v.zero_dim for v in vals), vals[0].dtype if len({v.dtype for v in vals}) == 1 else None)
+
+
+_last: tuple[cst.Module, str, external.FileFacts, ModuleFacts] | None = None
+
+
+def forget() -> None:
+    global _last
+    _last = None
+
+
+def last_scope() -> tuple[frozenset, frozenset]:
+    """(nn.Module classes, compiled "f"/"Cls.m" defs) of the last module analysed, or empty ones."""
+    if _last is None:
+        return frozenset(), frozenset()
+    scope = _last[3].scope
+    compiled = {scope.qualname(f) for f in scope.compiled}
+    return frozenset(scope.module_classes), frozenset(q for q in compiled if q)
 
 
 def facts_for(module: cst.Module, compiled_scope: str = "reachable") -> ModuleFacts:
-    """Facts for `module`; the rules of one batched visit share one instance."""
+    """Facts for `module` (with the cross-file facts in `external.current()`); the rules of one
+    batched visit share one instance."""
     global _last
-    if _last is not None and _last[0] is module and _last[1] == compiled_scope:
-        return _last[2]
+    ext = external.current()
+    if _last is not None and _last[0] is module and _last[1] == compiled_scope and _last[2] == ext:
+        return _last[3]
     facts = ModuleFacts(module, compiled_scope)
-    _last = (module, compiled_scope, facts)
+    _last = (module, compiled_scope, ext, facts)
     return facts

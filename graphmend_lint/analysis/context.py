@@ -5,7 +5,8 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
-from .bindings import Bindings
+from . import external
+from .bindings import Bindings, dotted
 
 Parent = Callable[[cst.CSTNode], "cst.CSTNode | None"]
 
@@ -19,6 +20,9 @@ IS_COMPILING = {
 }
 # Bare names that are compile checks even when imported relatively (transformers' own code).
 IS_COMPILING_NAMES = {"is_torchdynamo_compiling", "is_compiling"}
+# False under Dynamo: TorchScript-only tests (`if torch.jit.is_scripting():` never runs compiled).
+NOT_COMPILING = {"torch.jit.is_scripting", "torch.jit.is_tracing", "torch._C._get_tracing_state"}
+NameConst = Callable[[str], "bool | None"]
 GRAD_OFF = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 
 
@@ -38,40 +42,122 @@ def enclosing_function(node: cst.CSTNode, parent: Parent) -> cst.FunctionDef | N
 
 
 def is_compiling_check(test: cst.BaseExpression, b: Bindings) -> bool:
-    """`torch.compiler.is_compiling()` and its relatives (any spelling)."""
+    """`torch.compiler.is_compiling()` and its relatives (any spelling, project wrappers too)."""
     if not isinstance(test, cst.Call):
         return False
     if b.qualify(test.func) in IS_COMPILING:
         return True
-    return isinstance(test.func, cst.Name) and test.func.value in IS_COMPILING_NAMES
+    if isinstance(test.func, cst.Name) and test.func.value in IS_COMPILING_NAMES:
+        return True
+    guards = external.current().guards
+    return bool(guards) and dotted(test.func) in guards
 
 
-def _negated(test: cst.BaseExpression) -> cst.BaseExpression | None:
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return test.expression
+def compile_value(expr: cst.BaseExpression, b: Bindings, names: NameConst | None = None,
+                  strict: bool = False) -> bool | None:
+    """The value of `expr` under torch.compile when it is constant there, else None.
+
+    `is_compiling()` (any spelling) is True, `torch.jit.is_scripting()/is_tracing()` False;
+    `not`, `and`, `or` as Python evaluates them; a name through `names` (its assignments).
+    `strict`: only when no non-constant operand is evaluated (`x.any() and False` is then None)."""
+    if isinstance(expr, cst.Call):
+        if is_compiling_check(expr, b):
+            return True
+        q = b.qualify(expr.func)
+        if q is None and isinstance(expr.func, cst.Name) and expr.func.value == "hasattr" and len(expr.args) == 2 \
+                and b.qualify(expr.args[0].value) == "torch":
+            return True  # `hasattr(torch, "_dynamo") and torch._dynamo.is_compiling()`: torch has it when compiling
+        return False if q in NOT_COMPILING else None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        v = compile_value(expr.expression, b, names, strict)
+        return None if v is None else not v
+    if isinstance(expr, cst.BooleanOperation):
+        left = compile_value(expr.left, b, names, strict)
+        is_and = isinstance(expr.operator, cst.And)
+        if left is (not is_and):  # short-circuits: `False and ...`, `True or ...`
+            return left
+        if strict and left is None:
+            return None
+        right = compile_value(expr.right, b, names, strict)
+        if right is (not is_and):
+            return right
+        return left if left is not None and right is not None else None
+    if isinstance(expr, cst.Name) and names is not None:
+        return names(expr.value)
     return None
 
 
-def runs_only_in_eager(node: cst.CSTNode, parent: Parent, b: Bindings) -> bool:
-    """True when `node` is under `if not is_compiling():` (or the else of `if is_compiling():`)."""
-    for child, up in ancestors(node, parent):
-        if isinstance(up, cst.FunctionDef):
+def _parts(expr: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, op):
+        return [*_parts(expr.left, op), *_parts(expr.right, op)]
+    return [expr]
+
+
+def gate_note(test: cst.BaseExpression, const) -> str:
+    """For `(is_training or not is_tracing) and <tensor test>`: under compile `not is_tracing` is
+    False, so the tensor test runs (and breaks) only when `is_training` is true. The note says so."""
+    gates = []
+    for part in _parts(test, cst.And):
+        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.Or):
+            ors = _parts(part, cst.Or)
+            values = [const(p) for p in ors]
+            if False in values and True not in values:
+                rest = [cst.Module([]).code_for_node(p) for p, v in zip(ors, values) if v is None]
+                if rest:
+                    gates.append(" or ".join(f"`{r}`" for r in rest))
+    if not gates:
+        return ""
+    return f" (under torch.compile only when {' and '.join(gates)} is true: the other operands are constant there)"
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    """The block always leaves the enclosing one: its last statement returns, raises, continues, breaks."""
+    body = block.body
+    if isinstance(block, cst.SimpleStatementSuite):
+        last = body[-1] if body else None
+    else:
+        stmt = body[-1] if body else None
+        last = stmt.body[-1] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
+    return isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+def _skipped_by_early_exit(child: cst.CSTNode, block: cst.CSTNode, const) -> bool:
+    """A statement after `if is_compiling(): return ...` (or `if torch.jit.is_scripting(): ... else: return`)."""
+    for stmt in block.body:  # type: ignore[attr-defined]
+        if stmt is child:
             return False
-        if isinstance(up, (cst.If, cst.IfExp)):
-            # `if not is_compiling() [and ...]:` body; `if is_compiling() [or ...]:` else
-            if child is up.body and any(
-                    (inner := _negated(t)) is not None and is_compiling_check(inner, b) for t in _operands(up.test, cst.And)):
+        if isinstance(stmt, cst.If):
+            v = const(stmt.test)
+            if v is True and _exits(stmt.body):
                 return True
-            if child is up.orelse and any(is_compiling_check(t, b) for t in _operands(up.test, cst.Or)):
+            if v is False and isinstance(stmt.orelse, cst.Else) and _exits(stmt.orelse.body):
                 return True
     return False
 
 
-def _operands(test: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
-    """`a and b and c` -> [a, b, c] for op=cst.And (parentheses kept out of the way)."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, op):
-        return _operands(test.left, op) + _operands(test.right, op)
-    return [test]
+def runs_only_in_eager(node: cst.CSTNode, parent: Parent, b: Bindings,
+                       const: Callable[[cst.BaseExpression], "bool | None"] | None = None) -> bool:
+    """True when `node` never runs under torch.compile: in a branch whose test is constant there
+    (`if not is_compiling():`, the else of `if is_compiling():`, `if torch.jit.is_scripting():`),
+    after `is_compiling() and`-style short-circuits, or after an early `if is_compiling(): return`.
+    `const`: the compile-time value of a test (default: `compile_value` without names)."""
+    if const is None:
+        const = lambda e: compile_value(e, b)  # noqa: E731
+    for child, up in ancestors(node, parent):
+        if isinstance(up, (cst.FunctionDef, cst.Lambda)):
+            return False
+        if isinstance(up, (cst.If, cst.IfExp, cst.While)):
+            if child is up.body and const(up.test) is False:
+                return True
+            if child is up.orelse and const(up.test) is True:
+                return True
+        elif isinstance(up, cst.BooleanOperation) and child is up.right:
+            v = const(up.left)
+            if v is (not isinstance(up.operator, cst.And)):
+                return True
+        elif isinstance(up, (cst.IndentedBlock, cst.Module)) and _skipped_by_early_exit(child, up, const):
+            return True
+    return False
 
 
 def in_loop(node: cst.CSTNode, parent: Parent) -> bool:

@@ -21,10 +21,12 @@ def value(rule, node: cst.CSTNode, expr: cst.BaseExpression) -> Value | None:
     return rule.facts.function(func).value(expr)
 
 
-def in_branch_test(node: cst.CSTNode, parent) -> bool:
-    """Inside the test of an if/elif/while/assert/ternary: the GM1xx/GM3xx rules report those."""
+def in_branch_test(node: cst.CSTNode, parent, asserts: bool = True) -> bool:
+    """Inside the test of an if/elif/while/assert/ternary: the GM1xx/GM3xx rules report those.
+    `asserts=False`: an assert's test does not count (GM302 reports tensor tests only, not `.item()`)."""
+    kinds = (cst.If, cst.While, cst.IfExp, cst.Assert) if asserts else (cst.If, cst.While, cst.IfExp)
     for child, up in context.ancestors(node, parent):
-        if isinstance(up, (cst.If, cst.While, cst.IfExp, cst.Assert)) and child is up.test:
+        if isinstance(up, kinds) and child is up.test:
             return True
         if isinstance(up, (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.Lambda)):
             return False

@@ -12,6 +12,7 @@ import libcst as cst
 
 from .. import fastwalk  # read-only walk without libcst's node rebuilding
 
+from . import external
 from .bindings import Bindings, dotted
 
 COMPILE_FUNCS = {"torch.compile", "torch._dynamo.optimize"}
@@ -79,9 +80,11 @@ class _Index(cst.CSTVisitor):
 
 
 class CompiledScope:
-    def __init__(self, module: cst.Module, bindings: Bindings, mode: str = "reachable") -> None:
+    def __init__(self, module: cst.Module, bindings: Bindings, mode: str = "reachable",
+                 ext: external.FileFacts | None = None) -> None:
         self.b = bindings
         self.mode = mode
+        self.ext = ext if ext is not None else external.current()  # facts from other files (project index)
         self.index = idx = _Index()
         fastwalk.visit(module, idx)
         self.module_classes = self._module_classes()
@@ -114,7 +117,7 @@ class CompiledScope:
         return name.split(".")[-1].endswith(MODULE_BASE_SUFFIXES)
 
     def _module_classes(self) -> set[str]:
-        known: set[str] = set()
+        known: set[str] = set(self.ext.module_classes) & set(self.index.classes)
         changed = True
         while changed:
             changed = False
@@ -164,11 +167,22 @@ class CompiledScope:
                     found.append(m)
         return found
 
+    def qualname(self, f: cst.FunctionDef) -> str | None:
+        """"f" for a module-level def, "Cls.m" for a method of a module-level class (the index's names)."""
+        if self.index.functions.get(f.name.value) is f:
+            return f.name.value
+        cls = self.index.class_of.get(f)
+        if cls is not None and self.index.classes.get(cls.name.value) is cls:
+            return f"{cls.name.value}.{f.name.value}"
+        return None
+
     def _roots(self) -> set[cst.FunctionDef]:
         idx = self.index
         roots: set[cst.FunctionDef] = set()
         for f in idx.all_functions:
             cls = idx.class_of.get(f)
+            if self.ext.compiled and self.qualname(f) in self.ext.compiled:
+                roots.add(f)
             if cls is not None and f.name.value == "forward" and cls.name.value in self.module_classes:
                 roots.add(f)
             if self._decorated(f, COMPILE_FUNCS):

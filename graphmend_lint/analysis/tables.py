@@ -38,7 +38,7 @@ STATIC_FUNCS = {"torch.is_tensor", "torch.is_floating_point", "torch.is_complex"
                 "torch.is_autocast_enabled", "torch.is_inference_mode_enabled", "torch.cuda.is_available",
                 "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.compiler.is_compiling",
                 "torch._dynamo.is_compiling", "torch.compiler.is_dynamo_compiling", "torch.Size",
-                "torch.device", "torch.dtype"}
+                "torch.device", "torch.dtype", "torch.jit.isinstance", "torch._C._get_tracing_state"}
 STATIC_BUILTINS = {"len", "isinstance", "issubclass", "hasattr", "callable", "type", "id", "range"}
 # Attribute chains rooted at these names are configuration, never tensors.
 CONFIG_ROOTS = {"config", "self.config", "cfg", "self.cfg", "args", "self.args"}
@@ -107,6 +107,10 @@ TENSOR_METHODS = {"view", "reshape", "transpose", "permute", "squeeze", "unsquee
                   "half", "double", "bfloat16", "int", "long", "bool", "to", "type_as", "expand",
                   "expand_as", "repeat", "matmul", "softmax", "masked_select", "nonzero", "unique",
                   "gather", "index_select", "cumsum", "t", "mT", "T", "mean", "cpu", "cuda"}
+# Methods that keep the dtype (shape and layout changes, moves): a bool mask stays a bool mask.
+SHAPE_METHODS = {"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "expand",
+                 "expand_as", "repeat", "t", "contiguous", "clone", "detach", "cpu", "cuda", "flip", "roll",
+                 "narrow", "select", "repeat_interleave", "view_as", "reshape_as"}
 CAST_METHODS = {"float": "float", "half": "float", "double": "float", "bfloat16": "float",
                 "int": "int", "long": "int", "bool": "bool"}
 

@@ -5,6 +5,8 @@
   data     - a Python value computed from tensor data (`.item()`, `torch.equal`)
   static   - known at trace time (shapes, dtypes, config, literals)
   unknown  - anything else (never flagged: precision first)
+numpy values are "static" with `numpy=True`: never tensors, and what is computed from them
+(`.max()`, arithmetic, subscripts) stays numpy; a name bound to numpy and never to a tensor is numpy.
 Local names are followed through their assignments in the same function.
 """
 from __future__ import annotations
@@ -15,6 +17,7 @@ import libcst as cst
 
 from .. import fastwalk  # read-only walk without libcst's node rebuilding
 
+from . import context
 from . import tables as T
 from .bindings import Bindings, dotted
 
@@ -24,6 +27,7 @@ class Value:
     kind: str  # "tensor" | "data" | "static" | "unknown"
     zero_dim: bool = False
     dtype: str | None = None  # "bool" | "int" | "float" | None (unknown)
+    numpy: bool = False  # a numpy value (kind "static": never a tensor, never flagged)
 
     @property
     def is_tensor(self) -> bool:
@@ -38,6 +42,8 @@ class Value:
 STATIC = Value("static")
 UNKNOWN = Value("unknown")
 DATA = Value("data")
+NUMPY = Value("static", numpy=True)
+NUMPY_MODULES = ("numpy", "np")
 
 
 def tensor(zero_dim: bool = False, dtype: str | None = None) -> Value:
@@ -70,6 +76,8 @@ def _is_number(node: cst.BaseExpression) -> str | None:
 def _join(values: list[Value]) -> Value:
     if not values:
         return UNKNOWN
+    if any(v.numpy for v in values) and not any(v.data_dependent for v in values):
+        return NUMPY
     if all(v.is_tensor for v in values):
         dtypes = {v.dtype for v in values}
         return tensor(all(v.zero_dim for v in values), dtypes.pop() if len(dtypes) == 1 else None)
@@ -133,8 +141,10 @@ _AUG = {
 
 
 class FunctionFacts:
-    def __init__(self, func: cst.FunctionDef, bindings: Bindings, module_attrs: dict[str, str]) -> None:
+    def __init__(self, func: cst.FunctionDef, bindings: Bindings, module_attrs: dict[str, str],
+                 caller_value=None) -> None:
         self.func = func
+        self.caller_value = caller_value  # param name -> Value handed in by every caller, or None
         self.b = bindings
         self.module_attrs = module_attrs  # "attr" -> qualified ctor of self.attr (nn layers)
         collector = _Assignments(func)
@@ -144,7 +154,32 @@ class FunctionFacts:
         for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
             self.params[p.name.value] = p
         self.shadowed = _shadowed_params(func, set(self.params))
-        self._active: set[str] = set()
+        self._memo: dict[str, Value] = {}  # top-level name values
+        self._active: dict[str, Value] = {}  # names being evaluated -> value assumed in a cycle
+        self._const_active: set[str] = set()
+
+    # -- compile guards ------------------------------------------------------
+    def compile_const(self, expr: cst.BaseExpression, strict: bool = False) -> bool | None:
+        """The value of `expr` under torch.compile when constant (context.compile_value), names
+        followed through their assignments (`is_tracing = torch.jit.is_tracing() or is_compiling()`)."""
+        return context.compile_value(expr, self.b, self._name_const, strict)
+
+    def short_circuited(self, test: cst.BaseExpression) -> bool:
+        """Under compile, Python stops evaluating `test` at constant operands before any other:
+        `not is_compiling() and x.any()` never evaluates `x.any()` there."""
+        return isinstance(test, cst.BooleanOperation) and \
+            self.compile_const(test.left, strict=True) is (not isinstance(test.operator, cst.And))
+
+    def _name_const(self, name: str) -> bool | None:
+        values = self.assigned.get(name)
+        if not values or name in self.params or name in self._const_active:
+            return None
+        self._const_active.add(name)
+        try:
+            got = {self.compile_const(v) if v is not None else None for v in values}
+        finally:
+            self._const_active.discard(name)
+        return got.pop() if len(got) == 1 else None
 
     # -- names ---------------------------------------------------------------
     def _name(self, node: cst.Name, depth: int) -> Value:
@@ -152,31 +187,62 @@ class FunctionFacts:
         if name in ("True", "False", "None", "self", "cls"):
             return STATIC
         if name in self.assigned:
-            if name in self._active or depth > 10:
+            if name in self._active:
+                return self._active[name]  # a cycle (`x = x + 1`): the value assumed for x
+            if depth > 10:
                 return UNKNOWN
-            self._active.add(name)
-            try:
-                values = [self.value(v, depth + 1) if v is not None else UNKNOWN for v in self.assigned[name]]
-            finally:
-                self._active.discard(name)
-            if name in self.params and name not in self.shadowed:
-                values.append(self._param(name))
-            return _join(values)
+            memo = not self._active and depth <= 3
+            if memo and name in self._memo:
+                return self._memo[name]
+            got = self._bound_name(name, depth)
+            if memo:
+                self._memo[name] = got
+            return got
         if name in self.params:
             return self._param(name)
         if self.b.qualify(node) is not None:
             return STATIC  # an imported module or object
         return UNKNOWN
 
+    def _bound_name(self, name: str, depth: int) -> Value:
+        param = self._param(name) if name in self.params and name not in self.shadowed else None
+        vals = self._assigned_values(name, UNKNOWN, depth, param)
+        joined = _join(vals)
+        if joined.kind == "unknown":
+            # `x = x * 2` where x's other bindings are tensors: assume that tensor, check it holds
+            seed = _join([v for v in vals if v.kind != "unknown"])
+            if seed.is_tensor:
+                again = _join(self._assigned_values(name, seed, depth, param))
+                if again.is_tensor:
+                    return again
+        return joined
+
+    def _assigned_values(self, name: str, assume: Value, depth: int, param: Value | None) -> list[Value]:
+        """Values of the name's bindings (and the parameter's own), a cycle read as `assume`."""
+        self._active[name] = assume
+        try:
+            values = [self.value(v, depth + 1) if v is not None else UNKNOWN for v in self.assigned[name]]
+        finally:
+            del self._active[name]
+        if param is not None:
+            values.append(param)
+        return values
+
     def _param(self, name: str) -> Value:
         ann = self.params[name].annotation
         if ann is not None:
-            q = self.b.qualify(ann.annotation)
+            q = self.b.qualify(_optional_inner(ann.annotation))
             if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"):
                 dtype = {"torch.FloatTensor": "float", "torch.LongTensor": "int", "torch.BoolTensor": "bool"}
                 return tensor(dtype=dtype.get(q))
             if isinstance(ann.annotation, cst.Name) and ann.annotation.value in ("int", "float", "bool", "str"):
                 return STATIC
+            if q is not None and q.startswith("numpy."):
+                return NUMPY
+        if self.caller_value is not None and self.params[name].default is None:
+            got = self.caller_value(name)  # what every same-file caller hands in
+            if got is not None:
+                return got
         return UNKNOWN
 
     # -- calls ---------------------------------------------------------------
@@ -185,9 +251,11 @@ class FunctionFacts:
         recv_node = attr.value
         if m in T.STATIC_METHODS:
             return STATIC
+        recv = self.value(recv_node, depth + 1)
+        if recv.numpy:
+            return NUMPY
         if m in T.DATA_METHODS:
             return DATA
-        recv = self.value(recv_node, depth + 1)
         if recv.kind == "static":
             name = dotted(recv_node)
             return STATIC if name in T.CONFIG_ROOTS else UNKNOWN
@@ -203,6 +271,8 @@ class FunctionFacts:
                 op = T.ELEMENTWISE[m]
                 keeps = op.dtype == "any" or recv.dtype == "float"
                 return tensor(recv.zero_dim, recv.dtype if keeps else None)
+            if m in T.SHAPE_METHODS or m == "to" and _keeps_dtype(call):
+                return tensor(False, recv.dtype)
             if m in T.TENSOR_METHODS:
                 return tensor()
         return UNKNOWN
@@ -240,6 +310,11 @@ class FunctionFacts:
         if isinstance(func, cst.Name) and self.b.qualify(func) is None:
             if func.value in T.STATIC_BUILTINS:
                 return STATIC
+            if func.value in ("max", "min") and len(call.args) >= 2 and all(a.star == "" for a in call.args):
+                vals = [self.value(a.value, depth + 1) for a in call.args if a.keyword is None]
+                if vals and all(v.is_tensor for v in vals):  # one of the tensors (bool() of their comparison breaks)
+                    return _join(vals)
+                return UNKNOWN
             if func.value in T.DATA_BUILTINS and call.args:
                 arg = self.value(call.args[0].value, depth + 1)
                 return DATA if arg.data_dependent else arg if arg.kind == "static" else UNKNOWN
@@ -250,6 +325,8 @@ class FunctionFacts:
         q = self.b.qualify(func)
         if q is not None and q.startswith("torch."):
             return self._torch_func(call, q, depth)
+        if q is not None and q.split(".")[0] == "numpy":
+            return NUMPY
         if isinstance(func, cst.Attribute):
             return self._method(call, func, depth)
         return UNKNOWN
@@ -277,6 +354,8 @@ class FunctionFacts:
             return UNKNOWN
         if isinstance(node, cst.Subscript):
             inner = self.value(node.value, depth + 1)
+            if inner.numpy:
+                return NUMPY
             return inner if inner.kind == "static" else (tensor(dtype=inner.dtype) if inner.is_tensor else UNKNOWN)
         if isinstance(node, cst.Call):
             return self._call(node, depth)
@@ -298,7 +377,13 @@ class FunctionFacts:
                 return DATA if inner.data_dependent else inner
             return inner
         if isinstance(node, cst.BooleanOperation):
+            if self.compile_const(node, strict=True) is not None or self.short_circuited(node):
+                return STATIC  # `not is_compiling() and <tensor test>`: constant under compile
             vals = [self.value(node.left, depth + 1), self.value(node.right, depth + 1)]
+            if vals[0].kind == "static" and vals[1].is_tensor:
+                # `self.training and torch.rand([]) < p` is the tensor itself when the left is true:
+                # a later `if` on it breaks (LayerDrop); not provably bool (it may be `False`).
+                return tensor(vals[1].zero_dim, None)
             if any(v.data_dependent for v in vals):
                 return DATA
             return _join(vals)
@@ -322,6 +407,30 @@ class FunctionFacts:
     def condition(self, test: cst.BaseExpression) -> Value:
         """The value Python would call bool() on in `if test:`."""
         return self.value(test)
+
+
+def _optional_inner(ann: cst.BaseExpression) -> cst.BaseExpression:
+    """`X | None`, `None | X`, `Optional[X]` -> X."""
+    if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
+        for a, b in ((ann.left, ann.right), (ann.right, ann.left)):
+            if isinstance(b, cst.Name) and b.value == "None":
+                return a
+    if isinstance(ann, cst.Subscript) and dotted(ann.value) in ("Optional", "typing.Optional") and len(ann.slice) == 1:
+        el = ann.slice[0].slice
+        if isinstance(el, cst.Index):
+            return el.value
+    return ann
+
+
+def _keeps_dtype(call: cst.Call) -> bool:
+    """`.to(x.device)`, `.to(device)`, `.to(device=...)`: a move, not a cast."""
+    if len(call.args) != 1:
+        return False
+    arg = call.args[0]
+    if arg.keyword is not None:
+        return arg.keyword.value == "device"
+    name = dotted(arg.value)
+    return name is not None and (name.endswith(".device") or name.split(".")[-1] == "device")
 
 
 def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:

@@ -72,7 +72,10 @@ def atoms(node: cst.BaseExpression) -> list[cst.BaseExpression]:
 def breaks_on(ff, test: cst.BaseExpression) -> bool:
     """Python's truth test of `test` is where the graph breaks: some operand is a tensor, or a
     Python value computed from tensor data right here (`x.item() > 0`). A Python bool computed
-    earlier (`flag = x.any().item()`) broke the graph where it was computed, not at the test."""
+    earlier (`flag = x.any().item()`) broke the graph where it was computed, not at the test.
+    `not is_compiling() and <tensor test>` never evaluates the tensor test under compile."""
+    if ff.short_circuited(test):
+        return False
     for atom in atoms(test):
         val = ff.value(atom)
         if val.kind == "tensor":

@@ -93,7 +93,8 @@ class GraphMendRule(LintRule):
             outer = self.function_of(outer)
         if outer is None or func is None:
             return None
-        if context.runs_only_in_eager(node, self.parent, self.facts.bindings):
+        const = self.facts.function(func).compile_const
+        if context.runs_only_in_eager(node, self.parent, self.facts.bindings, const):
             return None
         return func
 
@@ -140,6 +141,10 @@ class GraphMendRule(LintRule):
             message, replacement = f"{message}; {house.no_fix_reason(self.generated)}", None
         if replacement is None:
             safety = Safety.NONE
+        if isinstance(at, cst.BooleanOperation) and self.facts is not None:  # training-only breaks say so
+            func = self.function_of(at)
+            if func is not None:
+                message += context.gate_note(at, self.facts.function(func).compile_const)
         pos = self.get_metadata(PositionProvider, at if at is not None else node)
         span = self.get_metadata(PositionProvider, node)
         self.findings.append(

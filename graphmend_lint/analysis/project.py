@@ -1,0 +1,373 @@
+"""The project index: facts one file cannot give alone, read from the sources of many.
+
+For the files of a run, and for any module they import from (the project's own files and
+installed packages, found on the search path below and read as SOURCE, never imported):
+  - which classes are nn.Modules through any chain of bases, imports and re-exports
+    (`from .base import Base`, `from pkg import Base` re-exported by `pkg/__init__.py`,
+    `from m import *`, module-level aliases), and `module-bases` from the settings;
+  - which defs run compiled: the `forward` of every nn.Module class of the run (inherited ones
+    too), defs decorated with or passed to `torch.compile`, `compiled-functions` from the
+    settings, then every def they call, across modules (`helper()`, `mod.helper()`,
+    `self.m()` and `super().m()` through the bases);
+  - which defs are compile guards (every `return` gives `torch.compiler.is_compiling()` or a
+    relative, or False).
+Modules are looked up by hand: the top-level name in the run's own roots, then in `sys.path`,
+then submodule directories (importlib's find_spec("a.b") would import `a`). torch's own source is
+never read: `torch.nn.*` are modules, and no other torch name is a project function.
+
+What it cannot see: a helper whose only callers are in files outside the run (a pre-commit run
+on some files; calls are followed from the run's files into other files, not back), calls
+through variables, containers or `getattr`, bases built at run time, packages not installed in
+the linter's environment. `module-bases` / `compiled-functions` name what it cannot see.
+"""
+from __future__ import annotations
+
+import ast
+import fnmatch
+import os
+import sys
+import warnings
+from pathlib import Path
+
+from . import summary as summary_mod
+from .context import IS_COMPILING, IS_COMPILING_NAMES
+from .external import FileFacts
+from .scope import COMPILE_FUNCS, DISABLE_FUNCS, MODULE_BASE_SUFFIXES
+
+MAX_DEPTH = 30  # longest chain of re-exports / bases followed
+
+
+def module_name(path: Path) -> tuple[str, Path, bool]:
+    """(dotted module name, the folder it is importable from, is a package) from the __init__.py chain."""
+    path = path.resolve()
+    is_pkg = path.name == "__init__.py"
+    parts = [] if is_pkg else [path.stem]
+    d = path.parent
+    if is_pkg:
+        parts.insert(0, d.name)
+        d = d.parent
+    while (d / "__init__.py").is_file() and d.name.isidentifier():
+        parts.insert(0, d.name)
+        d = d.parent
+    return ".".join(parts), d, is_pkg
+
+
+def parse_summary(source: bytes) -> dict | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+        return summary_mod.summarize(tree, source.decode("utf-8", "replace"))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+def _matches(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(name == p or fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+class ProjectIndex:
+    """`run`: module name -> path of the run's files; `summaries`: those already read (the files that
+    may hold roots); `read(path)` -> summary for any other file (the caller caches it).
+    `module_bases` / `compiled_functions`: settings patterns."""
+
+    def __init__(self, run: dict[str, Path], summaries: dict[str, tuple[Path, dict | None]], roots: list[Path],
+                 read, module_bases: tuple[str, ...] = (), compiled_functions: tuple[str, ...] = ()) -> None:
+        self.run = run
+        self.read = read
+        self.module_bases = module_bases
+        self.compiled_functions = compiled_functions
+        self.project_roots = [r.resolve() for r in roots]
+        self.search = list(dict.fromkeys([*self.project_roots, *(Path(p).resolve() for p in sys.path if p)]))
+        self.mods: dict[str, dict | None] = {m: s for m, (_, s) in summaries.items()}
+        self.rooted = list(summaries)  # run modules read up front: where roots are looked for
+        self.paths: dict[str, Path] = dict(run)
+        self.is_pkg: dict[str, bool] = {m: p.name == "__init__.py" for m, p in run.items()}
+        self.external: dict[str, Path] = {}  # modules read from outside the run
+        self._tops: dict[str, list[Path]] = {}
+        self._qualified: dict[tuple[str, str], str | None] = {}
+        self._project_tops = {m.split(".")[0] for m in run}
+        self._lookups: dict[str, tuple | None] = {}
+        self._module_class: dict[tuple[str, str], bool] = {}
+        self._guard: dict[tuple[str, str], bool] = {}
+        self._compiled: set[tuple[str, str]] | None = None
+        self._by_module: dict[str, set[str]] | None = None
+
+    # -- finding modules -----------------------------------------------------
+    def _top(self, name: str) -> list[Path]:
+        if name not in self._tops:
+            found = []
+            for d in self.search:
+                if (d / name).is_dir() or (d / f"{name}.py").is_file():
+                    found.append(d)
+            self._tops[name] = found
+        return self._tops[name]
+
+    def _find(self, name: str) -> Path | None:
+        parts = name.split(".")
+        if not all(p.isidentifier() for p in parts):
+            return None
+        for d in self._top(parts[0]):
+            base = d.joinpath(*parts)
+            if (base / "__init__.py").is_file():
+                return base / "__init__.py"
+            if base.with_suffix(".py").is_file():
+                return base.with_suffix(".py")
+        return None
+
+    def module(self, name: str) -> dict | None:
+        if name in self.mods:
+            return self.mods[name]
+        s = None
+        if name in self.run:
+            s = self.read(self.run[name])
+        elif not (name == "torch" or name.startswith("torch.")):
+            path = self._find(name)
+            if path is not None:
+                s = self.read(path)
+                self.paths[name] = path
+                self.is_pkg[name] = path.name == "__init__.py"
+                self.external[name] = path
+        self.mods[name] = s
+        return s
+
+    def in_project(self, qual: str) -> bool:
+        """`qual` may name something of the run or the project (not of an installed package)."""
+        top = qual.split(".")[0]
+        if top not in self._project_tops:
+            if not any(d in self.project_roots for d in self._top(top)):
+                return False
+            self._project_tops.add(top)
+        return True
+
+    def traversable(self, mod: str) -> bool:
+        """Calls are followed into the run's files and the project's own (not installed packages)."""
+        if mod in self.run:
+            return True
+        path = self.paths.get(mod)
+        return path is not None and any(path.is_relative_to(r) for r in self.project_roots) \
+            and "site-packages" not in path.parts
+
+    # -- names ---------------------------------------------------------------
+    def absolute(self, mod: str, target: str) -> str:
+        level = len(target) - len(target.lstrip("."))
+        if not level:
+            return target
+        parts = mod.split(".")
+        if not self.is_pkg.get(mod, False):
+            parts = parts[:-1]
+        parts = parts[:len(parts) - (level - 1)] if level > 1 else parts
+        rest = target[level:]
+        return ".".join([*parts, rest] if rest else parts)
+
+    def qualify(self, mod: str, name: str, depth: int = 0) -> str | None:
+        """The qualified name `name` (dotted, as written in `mod`) refers to, or None."""
+        key = (mod, name)
+        if key not in self._qualified:
+            self._qualified[key] = self._qualify(mod, name, depth)
+        return self._qualified[key]
+
+    def _qualify(self, mod: str, name: str, depth: int) -> str | None:
+        s = self.module(mod)
+        if s is None or depth > MAX_DEPTH:
+            return None
+        head, _, rest = name.partition(".")
+        if head in s["imports"]:
+            target = self.absolute(mod, s["imports"][head])
+        elif head in s["classes"] or head in s["defs"]:
+            target = f"{mod}.{head}"
+        elif head in s["aliases"] and s["aliases"][head] != name:
+            return self.qualify(mod, s["aliases"][head] + (f".{rest}" if rest else ""), depth + 1)
+        else:
+            for star in s["star"]:
+                m = self.absolute(mod, star)
+                if m != mod and self.lookup(f"{m}.{head}", depth + 1) is not None:
+                    target = f"{m}.{head}"
+                    break
+            else:
+                return None
+        return f"{target}.{rest}" if rest else target
+
+    def lookup(self, qual: str, depth: int = 0) -> tuple | None:
+        """("class", mod, name) | ("def", mod, "f" or "C.m") | ("mod", mod) | None for a qualified name."""
+        if qual in self._lookups:
+            return self._lookups[qual]
+        self._lookups[qual] = None  # cycles end here
+        out = self._lookup(qual, depth)
+        self._lookups[qual] = out
+        return out
+
+    def _lookup(self, qual: str, depth: int) -> tuple | None:
+        if depth > MAX_DEPTH or qual == "torch" or qual.startswith("torch."):
+            return None
+        parts = qual.split(".")
+        for i in range(len(parts), 0, -1):
+            mod = ".".join(parts[:i])
+            s = self.module(mod)
+            if s is None:
+                continue
+            rest = parts[i:]
+            if not rest:
+                return ("mod", mod)
+            head = rest[0]
+            if head in s["classes"]:
+                if len(rest) == 1:
+                    return ("class", mod, head)
+                qn = f"{head}.{rest[1]}"
+                return ("def", mod, qn) if len(rest) == 2 and qn in s["defs"] else None
+            if head in s["defs"]:
+                return ("def", mod, head) if len(rest) == 1 else None
+            q = self.qualify(mod, ".".join(rest), depth + 1)
+            if q is not None and q != qual:
+                return self.lookup(q, depth + 1)
+            return None
+        return None
+
+    # -- classes ---------------------------------------------------------------
+    def bases(self, mod: str, cls: str) -> list[tuple[str | None, str]]:
+        """(qualified name or None, as written) of each base of mod.cls."""
+        s = self.module(mod)
+        return [(self.qualify(mod, b), b) for b in (s["classes"].get(cls, []) if s else [])]
+
+    def is_module_class(self, mod: str, cls: str, depth: int = 0) -> bool:
+        key = (mod, cls)
+        if key in self._module_class:
+            return self._module_class[key]
+        self._module_class[key] = False  # cycles
+        found = False
+        if depth <= MAX_DEPTH:
+            for q, written in self.bases(mod, cls):
+                if q is None:
+                    found = written.split(".")[-1].endswith(MODULE_BASE_SUFFIXES)
+                elif q.startswith("torch.nn.") or _matches(q, self.module_bases):
+                    found = True
+                else:
+                    r = self.lookup(q)
+                    found = r is not None and r[0] == "class" and self.is_module_class(r[1], r[2], depth + 1)
+                if found:
+                    break
+        self._module_class[key] = found
+        return found
+
+    def method(self, mod: str, cls: str, name: str, skip_self: bool = False, depth: int = 0) -> tuple[str, str] | None:
+        """The def `name` that `cls` (or its first base that has one) provides, through the bases."""
+        s = self.module(mod)
+        if s is None or depth > MAX_DEPTH:
+            return None
+        if not skip_self and f"{cls}.{name}" in s["defs"]:
+            return (mod, f"{cls}.{name}")
+        for q, _ in self.bases(mod, cls):
+            r = self.lookup(q) if q else None
+            if r is not None and r[0] == "class":
+                found = self.method(r[1], r[2], name, False, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    # -- compiled defs -----------------------------------------------------------
+    def _info(self, mod: str, qn: str) -> dict | None:
+        s = self.module(mod)
+        return s["defs"].get(qn) if s else None
+
+    def _disabled(self, mod: str, qn: str) -> bool:
+        info = self._info(mod, qn)
+        return info is not None and any(self.qualify(mod, d) in DISABLE_FUNCS for d in info["deco"])
+
+    def callee(self, mod: str, qn: str, call: str) -> tuple[str, str] | None:
+        cls = qn.split(".")[0] if "." in qn else None
+        head, _, rest = call.partition(".")
+        if head in ("self", "cls") and cls and rest and "." not in rest:
+            return self.method(mod, cls, rest)
+        if head == "super()" and cls and rest and "." not in rest:
+            return self.method(mod, cls, rest, skip_self=True)
+        q = self.qualify(mod, call)
+        r = self.lookup(q) if q and self.in_project(q) else None  # installed packages: not followed
+        return (r[1], r[2]) if r is not None and r[0] == "def" else None
+
+    def _roots(self) -> set[tuple[str, str]]:
+        roots: set[tuple[str, str]] = set()
+        for mod in self.rooted:
+            s = self.mods.get(mod)
+            if s is None:
+                continue
+            for cls in s["classes"]:
+                if self.is_module_class(mod, cls):
+                    f = self.method(mod, cls, "forward")
+                    if f is not None:
+                        roots.add(f)
+            for qn, info in s["defs"].items():
+                if any(self.qualify(mod, d) in COMPILE_FUNCS for d in info["deco"]) or \
+                        _matches(f"{mod}.{qn}", self.compiled_functions):
+                    roots.add((mod, qn))
+            for entry in s["compile"]:
+                func, arg = entry.split(" ")
+                if self.qualify(mod, func) in COMPILE_FUNCS:
+                    r = self.lookup(self.qualify(mod, arg) or "")
+                    if r is not None and r[0] == "def":
+                        roots.add((r[1], r[2]))
+        return roots
+
+    def compiled(self) -> set[tuple[str, str]]:
+        if self._compiled is None:
+            seen: set[tuple[str, str]] = set()
+            todo = list(self._roots())
+            while todo:
+                mod, qn = item = todo.pop()
+                if item in seen or self._disabled(mod, qn) or not self.traversable(mod):
+                    continue
+                seen.add(item)
+                info = self._info(mod, qn)
+                for call in info["calls"] if info else []:
+                    t = self.callee(mod, qn, call)
+                    if t is not None and t not in seen:
+                        todo.append(t)
+            self._compiled = seen
+        return self._compiled
+
+    # -- guards --------------------------------------------------------------------
+    def is_guard(self, mod: str, qn: str, depth: int = 0) -> bool:
+        key = (mod, qn)
+        if key in self._guard:
+            return self._guard[key]
+        self._guard[key] = False
+        info = self._info(mod, qn)
+        ok = False
+        if info and info["ret"] and depth <= MAX_DEPTH:
+            kinds = []
+            for r in info["ret"]:
+                if r in ("F", "?"):
+                    kinds.append(r)
+                    continue
+                q = self.qualify(mod, r)
+                t = self.lookup(q) if q else None
+                kinds.append("G" if q in IS_COMPILING or (t and t[0] == "def" and self.is_guard(t[1], t[2], depth + 1))
+                             else "?")
+            ok = "G" in kinds and "?" not in kinds
+        self._guard[key] = ok
+        return ok
+
+    # -- per file ----------------------------------------------------------------
+    def file_facts(self, mod: str) -> FileFacts:
+        if self._by_module is None:
+            self._by_module = {}
+            for m, qn in self.compiled():  # reads the modules it reaches
+                self._by_module.setdefault(m, set()).add(qn)
+        s = self.mods.get(mod)
+        if s is None:
+            return FileFacts()
+        classes = frozenset(c for c in s["classes"] if self.is_module_class(mod, c))
+        compiled = frozenset(self._by_module.get(mod, ()))
+        guards = set()
+        if compiled or classes:
+            calls = {c for qn in compiled for c in s["defs"][qn]["calls"]} if compiled else \
+                {c for info in s["defs"].values() for c in info["calls"]}
+            for c in calls:
+                if c.split(".")[0] in ("self", "cls", "super()"):
+                    continue
+                q = self.qualify(mod, c)
+                if q is None or q in IS_COMPILING or c in IS_COMPILING_NAMES or not self.in_project(q):
+                    continue  # what the file alone already takes for a guard; installed packages
+                t = self.lookup(q)
+                if t is not None and t[0] == "def" and self.is_guard(t[1], t[2]):
+                    guards.add(c)
+        return FileFacts(classes, compiled, frozenset(guards))

@@ -1,0 +1,274 @@
+"""The project index (analysis/project.py): cross-file bases, helpers, guard wrappers, config, cache."""
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from graphmend_lint import parallel
+from graphmend_lint.analysis import project
+from graphmend_lint.cli import main
+from graphmend_lint.settings import ConfigError, Settings, from_table
+
+BREAKS = """
+    def forward(self, x):
+        if x.sum() > 0:
+            x = x * 2
+        print("in forward")
+        return x
+"""
+EXPECT = [(6, "GM101"), (8, "GM201")]  # BREAKS after a 3-line header
+
+
+def write(root: Path, files: dict[str, str]) -> list[Path]:
+    out = []
+    for name, text in files.items():
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+        out.append(p)
+    return out
+
+
+def lint(paths: list[Path], s: Settings | None = None, cache: bool = False, jobs: int = 1) -> dict[str, list[tuple[int, str]]]:
+    outs = parallel.check_files(paths, s or Settings(), jobs=jobs, use_cache=cache)
+    return {o.path.name: sorted((f.line, f.code) for f in o.findings) for o in outs}
+
+
+def _base_pkg(tmp_path: Path) -> list[Path]:
+    return write(tmp_path, {
+        "pkg/__init__.py": "from .layers.base import Base as Base\n",
+        "pkg/layers/__init__.py": "",
+        "pkg/layers/root.py": "import torch.nn as nn\n\n\nclass Root(nn.Module):\n    pass\n",
+        "pkg/layers/base.py": "from .root import Root\n\n\nclass Base(Root):\n    pass\n",
+        "pkg/enc_relative.py": "from .layers.base import Base\n\n\nclass Enc(Base):" + BREAKS,
+        "pkg/enc_absolute.py": "from pkg.layers import base\n\n\nclass Enc(base.Base):" + BREAKS,
+        "pkg/enc_reexport.py": "import pkg\n\n\nclass Enc(pkg.Base):" + BREAKS,
+        "pkg/not_a_module.py": "class Base:\n    pass\n\n\nclass Enc(Base):" + BREAKS,
+    })
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_cross_file_bases_two_levels_deep(tmp_path, jobs):
+    """First pass in workers (each file alone), then the files the index changes are checked again."""
+    paths = _base_pkg(tmp_path)
+    got = lint(paths, jobs=jobs)
+    for name in ("enc_relative.py", "enc_absolute.py", "enc_reexport.py"):
+        assert got[name] == EXPECT, name
+    assert got["not_a_module.py"] == []
+
+
+def test_cross_file_base_seen_in_a_three_file_run(tmp_path):
+    """A pre-commit run on one file still follows its bases through the imports (on demand)."""
+    paths = _base_pkg(tmp_path)
+    only = [p for p in paths if p.name == "enc_relative.py"]
+    assert lint(only)["enc_relative.py"] == EXPECT
+
+
+def test_module_name_and_relative_imports(tmp_path):
+    paths = _base_pkg(tmp_path)
+    mod, root, pkg = project.module_name(paths[3])
+    assert (mod, root, pkg) == ("pkg.layers.base", tmp_path.resolve(), False)
+    assert project.module_name(paths[0])[0] == "pkg"
+
+
+def test_installed_package_base_read_as_source(tmp_path, monkeypatch):
+    """A base class from a package on sys.path is read from its source, never imported."""
+    site = tmp_path / "site"
+    write(site, {
+        "fakelib/__init__.py": "from .modeling import GradientCheckpointingLayer\nraise ImportError('never imported')\n",
+        "fakelib/modeling.py": "from torch import nn\n\n\nclass GradientCheckpointingLayer(nn.Module):\n    pass\n",
+    })
+    monkeypatch.syspath_prepend(str(site))
+    app = write(tmp_path / "app", {"layer.py": "from fakelib import GradientCheckpointingLayer\n\n\n"
+                                               "class Layer(GradientCheckpointingLayer):" + BREAKS})
+    assert lint(app)["layer.py"] == EXPECT
+    assert "fakelib" not in sys.modules
+
+
+def test_transformers_base_from_the_venv(tmp_path):
+    """transformers 4.44.2 in the venv: a subclass of LlamaDecoderLayer (bases followed in its source)."""
+    pytest.importorskip("transformers")
+    app = write(tmp_path, {"layer.py": "from transformers.models.llama.modeling_llama import LlamaDecoderLayer\n\n\n"
+                                       "class Layer(LlamaDecoderLayer):" + BREAKS})
+    before = set(sys.modules)
+    assert lint(app)["layer.py"] == EXPECT
+    assert not any(m.startswith("transformers") for m in set(sys.modules) - before)
+
+
+def test_cross_module_helpers(tmp_path):
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": """
+            import torch
+            from . import deep
+
+
+            def check(x):
+                if torch.all(x == 1):
+                    return x
+                return deep.inner(x)
+
+
+            def unused(x):
+                if x.sum() > 0:
+                    return x
+                return x
+            """,
+        "pkg/deep.py": "def inner(x):\n    print('x')\n    return x\n",
+        "pkg/model.py": """
+            from torch import nn
+            from .utils import check
+
+
+            class M(nn.Module):
+                def forward(self, x):
+                    return check(x)
+            """,
+    })
+    got = lint(paths)
+    assert got["utils.py"] == [(7, "GM101")]  # `unused` is never called compiled
+    assert got["deep.py"] == [(2, "GM201")]
+    assert got["model.py"] == []
+
+
+def test_helper_callers_outside_the_run_are_invisible_unless_configured(tmp_path):
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": "def helper(x):\n    print('x')\n    return x\n",
+        "pkg/model.py": "from torch import nn\nfrom .utils import helper\n\n\nclass M(nn.Module):\n"
+                        "    def forward(self, x):\n        return helper(x)\n",
+    })
+    utils = [p for p in paths if p.name == "utils.py"]
+    assert lint(utils)["utils.py"] == []  # the caller (model.py) is not in the run
+    s = Settings(compiled_functions=("pkg.utils.helper",))
+    assert lint(utils, s)["utils.py"] == [(2, "GM201")]
+    assert lint(utils, Settings(compiled_functions=("pkg.*.help*",)))["utils.py"] == [(2, "GM201")]
+
+
+def test_inherited_methods_and_super(tmp_path):
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/base.py": """
+            from torch import nn
+
+
+            class Base(nn.Module):
+                def norm(self, x):
+                    print("norm")
+                    return x
+
+                def forward(self, x):
+                    return x
+            """,
+        "pkg/model.py": """
+            from .base import Base
+
+
+            class M(Base):
+                def forward(self, x):
+                    x = self.norm(x)
+                    return super().forward(x)
+            """,
+    })
+    assert lint(paths)["base.py"] == [(7, "GM201")]
+
+
+def test_module_bases_config(tmp_path):
+    paths = write(tmp_path, {"m.py": "from lightning import LightningModule\n\n\nclass M(LightningModule):" + BREAKS})
+    assert lint(paths)["m.py"] == []  # not installed: nothing to read
+    assert lint(paths, Settings(module_bases=("lightning.LightningModule",)))["m.py"] == EXPECT
+    assert lint(paths, Settings(module_bases=("*.LightningModule",)))["m.py"] == EXPECT
+
+
+@pytest.mark.parametrize("key", ["module-bases", "compiled-functions"])
+@pytest.mark.parametrize("bad", ["pkg.mod.Base", ["pkg mod"], ["justaname"], [1], ["a..b"]])
+def test_config_values_are_validated(key, bad):
+    with pytest.raises(ConfigError, match=key):
+        from_table({key: bad})
+
+
+def test_config_keys_read_and_bad_value_exits_2(tmp_path, capsys):
+    s = from_table({"module-bases": ["pkg.Base", "*.Mixin"], "compiled-functions": ["pkg.utils.f"]})
+    assert s.module_bases == ("pkg.Base", "*.Mixin") and s.compiled_functions == ("pkg.utils.f",)
+    (tmp_path / "pyproject.toml").write_text('[tool.graphmend]\nmodule-bases = ["not a name"]\n')
+    (tmp_path / "m.py").write_text("x = 1\n")
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        code = main(["check", "--no-cache", "."])
+    finally:
+        os.chdir(old)
+    assert code == 2 and "module-bases" in capsys.readouterr().err
+
+
+def test_guard_wrapper_across_files(tmp_path):
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/flags.py": """
+            import torch
+
+
+            def compiling():
+                try:
+                    return torch.compiler.is_compiling()
+                except Exception:
+                    return False
+
+
+            def maybe():
+                return torch.compiler.is_compiling() or 1
+            """,
+        "pkg/model.py": """
+            import torch
+            from torch import nn
+            from . import flags
+            from .flags import compiling, maybe
+
+
+            class M(nn.Module):
+                def forward(self, x):
+                    if not compiling():
+                        print("eager")
+                    if not flags.compiling() and x.sum() > 0:
+                        x = x * 2
+                    if compiling():
+                        return x
+                    print("after the early return")
+                    return x
+
+                def other(self, x):
+                    if not maybe():
+                        print("not a guard")
+                    return x
+
+            def g(m, x):
+                return m.other(x)
+            """,
+    })
+    assert lint(paths)["model.py"] == []
+    # `maybe` is not a guard (one return is not a compile check): a helper that runs compiled reports
+    s = Settings(compiled_functions=("pkg.model.M.other",))
+    assert lint(paths, s)["model.py"] == [(21, "GM201")]
+
+
+def test_cache_key_includes_cross_file_facts(tmp_path, monkeypatch):
+    """Editing only the base file changes what the subclass file reports, also with the cache."""
+    monkeypatch.setenv("GRAPHMEND_CACHE_DIR", str(tmp_path / "cache"))
+    paths = _base_pkg(tmp_path)
+    enc = [p for p in paths if p.name == "enc_relative.py"]
+    assert lint(enc, cache=True)["enc_relative.py"] == EXPECT
+    assert lint(enc, cache=True)["enc_relative.py"] == EXPECT  # warm
+    (tmp_path / "pkg/layers/root.py").write_text("class Root:\n    pass\n")
+    assert lint(enc, cache=True)["enc_relative.py"] == []
+    assert lint(paths, cache=True)["enc_absolute.py"] == []
+
+
+def test_summaries_never_import(tmp_path):
+    src = b"import os\nos._exit(3)\nclass A(B):\n    def forward(self):\n        return helper(1)\n"
+    s = project.parse_summary(src)
+    assert s["classes"] == {"A": ["B"]} and s["defs"]["A.forward"]["calls"] == ["helper"]
+    assert project.parse_summary(b"def (:\n") is None
