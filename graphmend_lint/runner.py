@@ -168,7 +168,7 @@ def _fix_error(source: bytes, path: Path, e: SyntaxError) -> str:
 
 def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool) -> engine.Result:
     """engine.check; lint-only runs parse the skeleton (skeleton.py), or the whole file if it fails."""
-    if not fix:
+    if not fix and not s.fix_edits:  # edits are computed on the whole source
         try:
             lean = skeleton.skeleton(source, tree, s.compiled_scope)
         except Exception:  # the skeleton is an optimisation: never a reason to fail
