@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from . import __version__, docs, engine, output, parallel, prefilter, runner, settings, skeleton
+from . import __version__, docs, output, parallel, prefilter, runner, settings, skeleton
 from . import rules as rules_pkg
 from .files import discover
 
@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _discovery(args: argparse.Namespace) -> settings.Discovery:
+    fix_edits = args.output_format == "json"  # JSON gives each fix's edits
     config, overrides = None, {}
     for value in args.config:
         path = Path(value)
@@ -112,14 +113,14 @@ def _discovery(args: argparse.Namespace) -> settings.Discovery:
             s = replace(s, unsafe_fixes=args.unsafe_fixes)
         if args.compiled_scope:
             s = replace(s, compiled_scope=args.compiled_scope)
-        return s
+        return replace(s, fix_edits=fix_edits) if fix_edits else s
 
     return settings.Discovery(config, overrides, adjust)
 
 
-def _set_speedups(args: argparse.Namespace, full_parse: bool = False) -> None:
+def _set_speedups(args: argparse.Namespace) -> None:
     prefilter.ENABLED = not args.no_prefilter
-    skeleton.ENABLED = not (args.no_prefilter or args.no_skeleton or full_parse)
+    skeleton.ENABLED = not (args.no_prefilter or args.no_skeleton)
 
 
 def _stdin(args: argparse.Namespace, found: settings.Discovery) -> int:
@@ -134,8 +135,7 @@ def _stdin(args: argparse.Namespace, found: settings.Discovery) -> int:
         if fixing:
             sys.stdout.buffer.write(source)
         return EXIT_CLEAN
-    _set_speedups(args, full_parse=args.output_format == "json")
-    engine.WANT_EDITS = args.output_format == "json"
+    _set_speedups(args)
     out = runner.check_source(name, source, s, fix=fixing or args.diff, diff=args.diff, write=False)
     if out.error:
         if fixing:
@@ -201,9 +201,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     paths = [p for p in paths if p not in missing]
     errors = [(p, "no such file or directory") for p in missing]
-    want_edits = args.output_format == "json"
-    _set_speedups(args, full_parse=want_edits)
-    engine.WANT_EDITS = want_edits
+    _set_speedups(args)
     files = list(discover(paths, found_settings.for_dir, args.force_exclude))
     groups: dict[tuple, list[Path]] = {}
     for f in files:  # files of one project (and the same per-file-ignores) are checked together
@@ -214,7 +212,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     for s, *group in groups.values():
         unsafe |= s.unsafe_fixes
         outcomes = parallel.check_files(group, s, fix=fix, diff=args.diff, jobs=args.jobs,
-                                        use_cache=not (args.no_cache or want_edits))
+                                        use_cache=not args.no_cache)
         for path, res in zip(group, outcomes):
             if res.error:
                 errors.append((path, res.error))

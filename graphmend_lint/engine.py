@@ -17,7 +17,6 @@ from .analysis.bindings import Bindings
 from .fixes import layout
 
 MAX_FIX_PASSES = 10
-WANT_EDITS = False  # set by the CLI (json output) and the server: give each fix as text edits
 Finding = rules_pkg.base.Finding
 Safety = rules_pkg.base.Safety
 
@@ -125,16 +124,11 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: exter
                 break
             fixed += len(todo)
             codes.update(f.code for f in todo)
-            module = cst.parse_module(new.bytes)
+            module = cst.parse_module(finish(original, new, s).bytes)  # each pass lints finished code
             findings = lint_module(module, s, ext)
-        if fixed:
-            finished = finish(original, module, s)
-            if finished.code != module.code:
-                module = cst.parse_module(finished.bytes)
-                findings = lint_module(module, s, ext)
         with warnings.catch_warnings():  # the file's own SyntaxWarnings are not ours to print
             warnings.simplefilter("ignore")
             compile(module.code, "<fixed>", "exec", dont_inherit=True)
-    elif WANT_EDITS:
+    elif s.fix_edits:  # JSON output and the language server
         _attach_edits(module, findings, s)
     return Result(findings, module.bytes if fix else source, fixed, codes)

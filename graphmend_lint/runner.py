@@ -169,7 +169,7 @@ def _fix_error(source: bytes, path: Path, e: SyntaxError) -> str:
 
 def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) -> engine.Result:
     """engine.check; lint-only runs parse the skeleton (skeleton.py), or the whole file if it fails."""
-    if not fix:
+    if not fix and not s.fix_edits:  # edits are computed on the whole source
         try:
             keep = {qn.rsplit(".", 1)[-1] for qn in ext.compiled} if ext is not None else set()
             lean = skeleton.skeleton(source, tree, s.compiled_scope, keep)

@@ -8,9 +8,10 @@ imports every module of graphmend_lint, also where the extra is not installed.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from . import __version__, docs, engine, runner, settings, skeleton
+from . import __version__, docs, engine, runner, settings
 
 SOURCE = "graphmend-lint"
 
@@ -47,8 +48,9 @@ class Linter:
         from pygls.uris import to_fs_path
 
         path = Path(to_fs_path(uri) or "untitled.py")
-        s = settings.Discovery(cwd=path.parent if path.parent.exists() else None).for_path(path)
-        engine.WANT_EDITS, skeleton.ENABLED = True, False  # fixes as text edits, from the whole file
+        found = settings.Discovery(adjust=lambda s: replace(s, fix_edits=True),  # fixes as text edits
+                                   cwd=path.parent if path.parent.exists() else None)
+        s = found.for_path(path)
         out = runner.check_source(path, text.encode("utf-8"), s, write=False)
         if out.error:
             self.results[uri] = ([], s)

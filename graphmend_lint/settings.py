@@ -7,7 +7,6 @@ import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,6 +40,7 @@ class Settings:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (glob, codes), as written
     respect_gitignore: bool = True
     line_length: int = 88  # of produced code: [tool.ruff]/[tool.black] line-length
+    fix_edits: bool = False  # give each fix as text edits (JSON output, the language server)
 
     @property
     def excludes(self) -> tuple[str, ...]:

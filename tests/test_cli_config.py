@@ -282,3 +282,16 @@ def test_fix_keeps_another_users_owner(project, capsys):
     assert run(["--fix", "."], project, capsys)[0] == 0
     st = os.stat(path)
     assert "is_compiling" in path.read_text() and (st.st_uid, st.st_gid) == (1234, 5678)
+
+
+def test_line_length_of_a_file_outside_any_graphmend_project(tmp_path_factory, capsys):
+    """No [tool.graphmend] anywhere: the fix is still wrapped at the file's own [tool.ruff] line-length."""
+    proj = tmp_path_factory.mktemp("plain")
+    (proj / "pyproject.toml").write_text("[tool.ruff]\nline-length = 60\n")
+    long = MODEL.replace('print("x", x.shape)', 'print("a rather long message about the input", x.shape, x.dtype)')
+    (proj / "m.py").write_text(long)
+    assert run(["--fix", str(proj / "m.py")], tmp_path_factory.mktemp("cwd"), capsys)[0] == 0
+    text = (proj / "m.py").read_text()
+    # at the default 88 the guarded print (76 characters) would stay on one line
+    assert ('            print(\n                "a rather long message about the input",\n'
+            '                x.shape,\n                x.dtype,\n            )\n') in text

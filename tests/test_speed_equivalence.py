@@ -3,6 +3,7 @@ uncached, unfiltered run and as Fixit; the cache invalidates on content, setting
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -64,8 +65,10 @@ def test_workers_cache_and_prefilter_change_nothing(fixtures, capsys, monkeypatc
 
 @pytest.mark.slow
 def test_fixit_finds_the_same_on_the_fixtures(fixtures, capsys, monkeypatch):
-    ours = {(Path(d["filename"]).as_posix(), d["location"]["row"], d["location"]["column"] - 1, d["name"],
-             d["message"]) for d in run([*JSON, "-j", "2"], fixtures, capsys, monkeypatch)}
+    fixit_name = {r.CODE: r.__name__.removesuffix("Rule") for r in ALL_RULES}  # JSON is ruff's: code, no name
+    ours = {(Path(os.path.relpath(d["filename"], fixtures)).as_posix(), d["location"]["row"],
+             d["location"]["column"] - 1, fixit_name[d["code"]], d["message"])
+            for d in run([*JSON, "-j", "2"], fixtures, capsys, monkeypatch)}
     proc = subprocess.run([sys.executable, "-m", "fixit", "--rules", "graphmend_lint", "lint", "."],
                           cwd=fixtures, capture_output=True, text=True)
     assert "EXCEPTION" not in proc.stdout + proc.stderr

@@ -48,6 +48,7 @@ def same_ast(a: str, b: str) -> bool:
 
 # -- merging adjacent guards ------------------------------------------------------------
 _GUARD = re.compile(r"not [\w.]*is_\w*compiling\(\)")
+_GUARD_LINE = re.compile(r"\s*if not [\w.]*is_\w*compiling\(\):\s*$")
 
 
 def _guard_test(stmt: cst.CSTNode) -> str | None:
@@ -91,6 +92,10 @@ class _Merge(cst.CSTTransformer):
 
 
 def merge_guards(module: cst.Module, lines: set[int]) -> cst.Module:
+    text = module.code.split("\n")
+    guards = [n for n, line in enumerate(text, 1) if _GUARD_LINE.match(line)]
+    if not any(n in lines for n in guards) or len(guards) < 2:  # nothing to merge: skip the walk
+        return module
     return MetadataWrapper(module, unsafe_skip_copy=True).visit(_Merge(lines))
 
 
@@ -139,11 +144,13 @@ def _chain(node: cst.BaseExpression, kind, ops) -> list[tuple[str, cst.BaseExpre
 class Wrapper:
     """Black's and ruff's right-hand split, for the expressions fixes produce."""
 
-    def __init__(self, line_length: int) -> None:
+    def __init__(self, line_length: int, unit: str = INDENT) -> None:
         self.width = line_length
+        self.unit = unit  # one indentation level: four spaces, or the file's tab
 
     def fits(self, text: str) -> bool:
-        return "\n" not in text and len(text) <= self.width
+        tabs = len(text) - len(text.lstrip("\t"))
+        return "\n" not in text and len(text) + 3 * tabs <= self.width  # a tab counts four, as in ruff
 
     def fmt(self, expr: cst.BaseExpression, prefix: str, suffix: str, indent: str,
             parens_ok: bool = False) -> list[str]:
@@ -156,14 +163,14 @@ class Wrapper:
             if self.fits(first):
                 return self._explode(first, items, close + suffix, indent)
         if parens_ok and _operator_chain(expr) is not None and self.fits(indent + prefix + "("):
-            inner = indent + INDENT
+            inner = indent + self.unit
             return [indent + prefix + "(", *self._inner(expr, "", "", inner), indent + ")" + suffix]
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
             return self.fmt(expr.expression, f"{prefix}not ", suffix, indent)
         return [flat]
 
     def _explode(self, first: str, items: list, tail: str, indent: str) -> list[str]:
-        inner = indent + INDENT
+        inner = indent + self.unit
         one = inner + ", ".join(_item_text(i) for i in items)
         if self.fits(one):  # the contents on one line of their own
             return [first, one, indent + tail]
@@ -253,7 +260,7 @@ def _statement_lines(w: Wrapper, stmt: cst.BaseSmallStatement, indent: str) -> l
             return None
         if w.fits(indent + head + _flat(stmt.msg)) or next(_candidates(stmt.msg), None) is not None:
             return w.fmt(stmt.msg, head, "", indent)
-        return [indent + head + "(", *w._inner(_strip_parens(stmt.msg), "", "", indent + INDENT), indent + ")"]
+        return [indent + head + "(", *w._inner(_strip_parens(stmt.msg), "", "", indent + w.unit), indent + ")"]
     return None
 
 
@@ -271,7 +278,7 @@ class _Long(cst.CSTVisitor):
         if n not in self.touched or n in self.edits:
             return None
         text = self.lines[n - 1]
-        if len(text) <= self.w.width or "#" in text:
+        if self.w.fits(text) or "#" in text:
             return None
         return n, text[: len(text) - len(text.lstrip())]
 
@@ -319,8 +326,16 @@ class _Long(cst.CSTVisitor):
 
 def wrap(module: cst.Module, touched: set[int], line_length: int) -> cst.Module:
     source = module.code
+    crlf = module.default_newline == "\r\n" and source.count("\n") == source.count("\r\n")
+    if "\r" in source and not crlf:
+        return module  # lone CR or mixed line endings: left as they are
+    if crlf:
+        source = source.replace("\r\n", "\n")
     lines = source.split("\n")
-    visitor = _Long(Wrapper(line_length), lines, touched)
+    w = Wrapper(line_length, "\t" if module.default_indent == "\t" else INDENT)
+    if not any(n <= len(lines) and not w.fits(lines[n - 1]) for n in touched):
+        return module  # no long line among those the fixes changed
+    visitor = _Long(w, lines, touched)
     MetadataWrapper(module, unsafe_skip_copy=True).visit(visitor)
     if not visitor.edits:
         return module
@@ -329,7 +344,7 @@ def wrap(module: cst.Module, touched: set[int], line_length: int) -> cst.Module:
     new = "\n".join(lines)
     if not same_ast(source, new):
         return module
-    return cst.parse_module(new.encode(module.encoding))
+    return cst.parse_module((new.replace("\n", "\r\n") if crlf else new).encode(module.encoding))
 
 
 # -- placing `import torch` ---------------------------------------------------------------
