@@ -211,6 +211,13 @@ EXPLAINED = {
         "tensor from a parameter (inter-procedural, as at 1004); the assert rules (GM3xx) would also have "
         "to look inside list displays."),
     T + "longformer/modeling_longformer.py:1106": "Same pattern as line 1056.",
+    T + "wav2vec2/modeling_wav2vec2.py:454": (
+        "`hidden_states.requires_grad = True` in training (GB0206, setattr on Tensor.requires_grad): no rule "
+        "covers attribute stores on tensors yet."),
+    T + "wav2vec2/modeling_wav2vec2.py:213": (
+        "`np.random.choice(np.arange(n), k, replace=False)` in `_compute_mask_indices` (training, SpecAugment): "
+        "Dynamo traces numpy through torch and the sampling is data-dependent (GB0033). GM910 covers scalar "
+        "`np.random` draws only; numpy values are never tensors for the GM1xx rules (issue 14)."),
     T + "switch_transformers/modeling_switch_transformers.py:306": (
         "GM905 (boolean-mask indexing) could predict it, but `router_mask` is first bound by tuple unpacking "
         "(unknown) and then rebound by `router_mask = router_mask.bool()`; the flow-insensitive join of the "

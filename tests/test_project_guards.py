@@ -119,7 +119,8 @@ def test_numpy_is_never_a_tensor():
             x = x * 2
         eps = np.random.rand(1).item()
     """
-    assert findings(body) == []
+    # only the `.item()`: numpy traced by Dynamo breaks there (GB0033, measured); no GM101 on numpy
+    assert findings(body) == [(9, "GM901")]
 
 
 def test_layerdrop_through_and():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import os
 import sys
 import warnings
@@ -37,19 +38,23 @@ from .scope import COMPILE_FUNCS, DISABLE_FUNCS, MODULE_BASE_SUFFIXES
 MAX_DEPTH = 30  # longest chain of re-exports / bases followed
 
 
+@functools.lru_cache(maxsize=4096)
+def _package_of(d: Path) -> tuple[tuple[str, ...], Path]:
+    """(package parts, import root) of a folder: the chain of folders holding an __init__.py."""
+    if (d / "__init__.py").is_file() and d.name.isidentifier() and d.parent != d:
+        parts, root = _package_of(d.parent)
+        return (*parts, d.name), root
+    return (), d
+
+
 def module_name(path: Path) -> tuple[str, Path, bool]:
     """(dotted module name, the folder it is importable from, is a package) from the __init__.py chain."""
-    path = path.resolve()
+    path = path.absolute()
     is_pkg = path.name == "__init__.py"
-    parts = [] if is_pkg else [path.stem]
-    d = path.parent
-    if is_pkg:
-        parts.insert(0, d.name)
-        d = d.parent
-    while (d / "__init__.py").is_file() and d.name.isidentifier():
-        parts.insert(0, d.name)
-        d = d.parent
-    return ".".join(parts), d, is_pkg
+    parts, root = _package_of(path.parent)
+    if not is_pkg:
+        parts = (*parts, path.stem)
+    return ".".join(parts), root, is_pkg
 
 
 def parse_summary(source: bytes) -> dict | None:
