@@ -19,6 +19,7 @@ from ..analysis.bindings import dotted
 FLOAT_DTYPES = {"float16", "float32", "float64", "bfloat16", "half", "float", "double"}
 FINFO_ATTRS = {"max", "min", "eps", "tiny", "resolution", "smallest_normal"}
 CAST_OK = set(T.CAST_METHODS)
+SHAPES = "shapes"  # Prover.checks value: compare shapes and dtypes of the bound branch values
 SYMBOLS = {"Add": "`+`", "Subtract": "`-`", "Multiply": "`*`", "Divide": "`/`", "Power": "`**`"}
 
 
@@ -177,6 +178,9 @@ class Prover:
         self.imports = False
         self.grad_off = context.grad_disabled(node, rule.parent, self.b)
         self.local: dict[str, cst.BaseExpression] = {}  # setup names of the branches -> their values
+        # missing proof -> a check that is a Python constant while Dynamo traces (dtypes, types),
+        # so the compile-only form can test it instead (SHAPES: compare the bound branch values)
+        self.checks: dict[str, str] = {}
         self.float_names = self._float_guards()
 
     def _grad_off_region(self) -> cst.CSTNode | None:
@@ -288,7 +292,10 @@ class Prover:
                     return True, None
                 if isinstance(arg, cst.Attribute) and arg.attr.value == "dtype" and self.is_float(arg.value):
                     return True, None
-                return True, f"`{code(call)}` raises TypeError unless the dtype is floating, which is not proved"
+                why = f"`{code(call)}` raises TypeError unless the dtype is floating, which is not proved"
+                if isinstance(arg, cst.Attribute) and arg.attr.value == "dtype" and dotted(arg.value):
+                    self.checks[why] = f"{dotted(arg.value)}.is_floating_point()"
+                return True, why
         if isinstance(node, cst.Name) and node.value in self.local:
             return self.number(self.local[node.value], depth + 1)
         if isinstance(node, cst.Name):
@@ -334,6 +341,8 @@ class Prover:
                 op, recv, _ = prover._op_name(n)
                 if op in T.ELEMENTWISE and recv is not None and T.ELEMENTWISE[op].raises and not prover.is_float(recv):
                     why = f"`{code(recv)}` is not provably floating (`{op}` raises on some other dtypes)"
+                    if dotted(recv):
+                        prover.checks[why] = f"{dotted(recv)}.is_floating_point()"
                     if why not in v.missing:
                         v.missing.append(why)
 
@@ -434,7 +443,10 @@ class Prover:
             lv, rv = self.ff.value(left), self.ff.value(right)
             for t, tv, other, ov in ((left, lv, right, rv), (right, rv, left, lv)):
                 if tv.is_tensor and tv.zero_dim and not ov.is_tensor:
-                    return f"`{code(other)}` is not provably a Python number, so the test is not provably 0-d"
+                    why = f"`{code(other)}` is not provably a Python number, so the test is not provably 0-d"
+                    if dotted(other):
+                        self.checks[why] = f"isinstance({dotted(other)}, (int, float))"
+                    return why
         return None
 
     # -- branch values ---------------------------------------------------------------
@@ -541,18 +553,24 @@ class Prover:
         if ca is not None and cb is not None and ca.base == cb.base:
             base = cst.Name(ca.base)
             if not self.is_tensor(base) and not self.is_float(base):
-                v.missing.append(f"`{ca.base}` is not provably a tensor")
+                why = f"`{ca.base}` is not provably a tensor"
+                self.checks[why] = f"isinstance({ca.base}, {code(self.torch('torch.Tensor'))})"
+                v.missing.append(why)
             if (ca.needs_float or cb.needs_float) and not self.is_float(base):
                 ops = ", ".join(dict.fromkeys(ca.ops + cb.ops))
-                v.missing.append(f"`{ca.base}` is not provably floating (needed for {ops} to keep its dtype)")
+                why = f"`{ca.base}` is not provably floating (needed for {ops} to keep its dtype)"
+                self.checks[why] = f"{ca.base}.is_floating_point()"
+                v.missing.append(why)
             bad = ca.bad_grad + cb.bad_grad
             if bad and not self.grad_off and can_guard and "`detach`" not in bad:
                 # every such op has a finite derivative at 1.0 (tests/test_gm1_tables.py)
                 v.guard = (ca.base, bool(ca.bad_grad), bool(cb.bad_grad))
                 bad = []
         else:
-            v.missing.append("the two branch values are not provably of the same shape and dtype "
-                             "(torch.where broadcasts and promotes silently)")
+            why = ("the two branch values are not provably of the same shape and dtype "
+                   "(torch.where broadcasts and promotes silently)")
+            self.checks[why] = SHAPES
+            v.missing.append(why)
             bad = self.bad_grad_ops(a) + self.bad_grad_ops(b)
         if bad and not self.grad_off:
             ops = ", ".join(dict.fromkeys(bad))

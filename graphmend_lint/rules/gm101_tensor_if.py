@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from ..fixes import ifstmt, where
+from ..fixes import ifstmt, layerdrop, split, where
 from . import base
 
 
@@ -173,10 +173,14 @@ class TensorIfRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None:
             return
+        if split.is_fallback(self, node):
+            return  # the original, kept by a compile-only fix
         ff = self.facts.function(func)
         tests = [t for t, _ in ifstmt.arms(node) if t is not None]
         flagged = [t for t in tests if where.breaks_on(ff, t)]
         if not flagged or context.in_loop(node, self.parent) or ifstmt.raise_only(node):
+            return
+        if layerdrop.fix(self, node, func, self.MESSAGE):
             return
         prover = where.Prover(self, node, func)
         verdict, replacement = ifstmt.plan(prover, node)
@@ -187,9 +191,24 @@ class TensorIfRule(base.GraphMendRule):
         if isinstance(replacement, list):
             replacement = cst.FlattenSentinel(replacement)
         if verdict.missing:
-            self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing)}", at=at,
-                      replacement=replacement, safety=base.Safety.UNSAFE, needs_torch_import=prover.imports)
+            self._compile_only(node, prover, verdict, replacement, at)
             return
         how = " (double where: exact gradients)" if verdict.guard else ""
         self.flag(node, f"{self.MESSAGE}; fix: torch.where{how}", at=at, replacement=replacement,
                   safety=base.Safety.SAFE, needs_torch_import=prover.imports)
+
+    def _compile_only(self, node, prover, verdict, replacement, at) -> None:
+        """torch.where is not provably exact in eager: keep the `if` for eager, trace the fix."""
+        sp = split.build(prover, node, verdict, replacement)
+        if sp.node is None:
+            self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing + sp.unchecked)}",
+                      at=at, replacement=replacement, safety=base.Safety.UNSAFE, needs_torch_import=prover.imports)
+            return
+        checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
+            if sp.checked else ""
+        head = f"{self.MESSAGE}; fix: torch.where under torch.compile only (eager runs the `if` unchanged){checks}"
+        if sp.unchecked:
+            self.flag(node, f"{head}; unsafe: {'; '.join(sp.unchecked)}", at=at, replacement=sp.node,
+                      safety=base.Safety.UNSAFE, needs_torch_import=prover.imports)
+            return
+        self.flag(node, head, at=at, replacement=sp.node, safety=base.Safety.SAFE, needs_torch_import=prover.imports)

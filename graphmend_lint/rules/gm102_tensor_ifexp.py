@@ -5,7 +5,7 @@ from fixit import Invalid, Valid
 from libcst.metadata import PositionProvider
 
 from ..analysis import context
-from ..fixes import ifstmt, where
+from ..fixes import ifstmt, layerdrop, split, where
 from . import base
 
 
@@ -116,7 +116,11 @@ class TensorIfExpRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None or context.in_loop(node, self.parent):
             return
+        if split.is_fallback(self, node):
+            return  # the original, kept by a compile-only fix
         if not where.breaks_on(self.facts.function(func), node.test):
+            return
+        if layerdrop.fix(self, node, func, self.MESSAGE):
             return
         prover = where.Prover(self, node, func)
         cond, verdict = prover.condition(node.test)

@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from ..fixes import ifstmt, where
+from ..fixes import ifstmt, layerdrop, split, where
 from . import base
 
 
@@ -76,10 +76,16 @@ class TensorIfInLoopRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None or not context.in_loop(node, self.parent):
             return
+        if split.is_fallback(self, node):
+            return  # the original, kept by a compile-only fix
         ff = self.facts.function(func)
         flagged = [t for t in tests if where.breaks_on(ff, t)]
-        if flagged:
-            self.flag(node, self.MESSAGE.format(func=func.name.value), at=flagged[0])
+        if not flagged:
+            return
+        head = self.MESSAGE.format(func=func.name.value)
+        short = f"`if` on a tensor value inside a Python loop makes Dynamo skip the whole function `{func.name.value}`"
+        if not layerdrop.fix(self, node, func, short):
+            self.flag(node, head, at=flagged[0])
 
     def visit_If(self, node: cst.If) -> None:
         up = self.parent(node)
