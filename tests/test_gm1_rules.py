@@ -79,7 +79,8 @@ def findings(body: str, code: str = "GM101"):
     ("if torch.equal(h, x):\n    h = h * 2\nreturn h\n", "none", "Python value from tensor data"),
     ("if h.sum() > 0:\n    h = h * 2\nh += 1\nreturn h\n", "unsafe", "modified in place"),
     ("if h.sum() > 0:\n    h = h * 2\nh[0] = 1\nreturn h\n", "unsafe", "modified in place"),
-    ("if h.sum() > 0:\n    h = torch.clamp(h, min=torch.finfo(x.dtype).min)\nreturn h\n", "unsafe", "TypeError"),
+    # finfo raises on an integer dtype: the compile-only form checks it while tracing
+    ("if h.sum() > 0:\n    h = torch.clamp(h, min=torch.finfo(x.dtype).min)\nreturn h\n", "safe", "`x.is_floating_point()`"),
     # a setup name reused by later code is judged by its own branch's value (liveness, not text)
     ("if h.dtype == torch.float16 and torch.isinf(h).any():\n    c = torch.finfo(h.dtype).max - 1000\n"
      "    h = torch.clamp(h, min=-c, max=c)\nif mask is None:\n    c = 2.0\n    h = h / c\nreturn h\n", "safe", ""),

@@ -107,7 +107,10 @@ def test_inputs_take_both_sides_of_flagged_ifexp(case, monkeypatch):
 @pytest.mark.parametrize("case", [c for c in WITH_MAKE if _fixed(c, ".fixed.py") or _fixed(c, ".unsafe.fixed.py")],
                          ids=lambda p: p.name)
 def test_fixed_code_compiles_with_fullgraph(case):
+    """The fixed code compiles to one graph; a safe fix's compiled results equal its eager ones (an
+    unsafe compile-only fix may differ there: that is what makes it unsafe)."""
     fixed = _fixed(case, ".fixed.py") or _fixed(case, ".unsafe.fixed.py")
+    safe = fixed.name.endswith(".fixed.py") and not fixed.name.endswith(".unsafe.fixed.py")
     fn, inputs = _build(fixed, "fullgraph")
     torch._dynamo.reset()
     compiled = torch.compile(fn, fullgraph=True, backend="aot_eager")
@@ -116,6 +119,8 @@ def test_fixed_code_compiles_with_fullgraph(case):
             args = tuple(a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
                          for a in args)
             got, want = compiled(*args), fn(*args)
+            if not safe:
+                continue
             got, want = (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple) else (want,))
             for g, w in zip(got, want):
                 assert g.shape == w.shape and g.dtype == w.dtype

@@ -197,8 +197,9 @@ def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If
     return body
 
 
-def build(prover: where.Prover, node: cst.If, verdict: where.Verdict, replacement) -> Split:
-    """The compile-only form of the planned torch.where `replacement` for the `if` statement `node`."""
+def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict: where.Verdict, replacement) -> Split:
+    """The compile-only form of the planned torch.where `replacement` for the `if` statement `node`
+    (or a statement line holding a ternary: it becomes the `else:` block)."""
     out = Split()
     setup_names = set(prover.local)
     pre: list[str] = []
@@ -233,6 +234,8 @@ def build(prover: where.Prover, node: cst.If, verdict: where.Verdict, replacemen
         stmts = [prefix.with_changes(body=cst.IndentedBlock(body=stmts), leading_lines=())]
     test = cst.parse_expression(_and([f"{is_compiling}()", *pre]))
     original = node.with_changes(leading_lines=())
+    if not isinstance(original, cst.If):
+        original = cst.Else(body=cst.IndentedBlock(body=[original]))
     out.node = cst.If(test=test, body=cst.IndentedBlock(body=stmts), orelse=original,
                       leading_lines=node.leading_lines)
     return out
