@@ -36,13 +36,16 @@ def _rand_call(rule, call) -> bool:
         isinstance(size, cst.Integer) and size.value == "1"
 
 
-def guarded(rule, test: cst.BaseExpression) -> bool:
-    """The test already holds `not (is_compiling() and ...)`: a LayerDrop fix applied before."""
+def guarded(rule, ff, test: cst.BaseExpression) -> bool:
+    """A conjunct `not (is_compiling() ...)` comes before every tensor conjunct: under compile the
+    test stops there (`not is_compiling() and ...`), or it is a LayerDrop fix applied before."""
     for part in flatten(test, cst.And):
         if isinstance(part, cst.UnaryOperation) and isinstance(part.operator, cst.Not):
             head = flatten(part.expression, cst.And)[0]
             if context.is_compiling_check(head, rule.facts.bindings):
                 return True
+        if ff.value(part).kind != "static":
+            return False
     return False
 
 
@@ -88,7 +91,7 @@ def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef, message_head: str
     """Flag `node` with the LayerDrop fix when its test has that form; False when it has not."""
     if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
         return False  # an elif chain: later tests would need the same care
-    if guarded(rule, node.test):
+    if guarded(rule, rule.facts.function(func), node.test):
         return True  # fixed already: decided while tracing when the probability is 0.0
     got = rewrite(rule, rule.facts.function(func), node.test)
     if got is None:
