@@ -27,6 +27,7 @@ import libcst as cst
 
 from ..analysis import context
 from . import where
+from .safety import Safety
 from .where import SHAPES, code
 
 
@@ -226,9 +227,9 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
         if bound is None:
             out.unchecked.append("the branch values are not provably of the same shape and dtype, and this form "
                                  "(an `elif` chain) cannot compare them while tracing")
-            return out
-        stmts = bound
-        out.checked.append("equal shapes and dtypes of the branch values")
+        else:
+            stmts = bound
+            out.checked.append("equal shapes and dtypes of the branch values")
     out.checked = pre + out.checked
     if prefix is not None:
         stmts = [prefix.with_changes(body=cst.IndentedBlock(body=stmts), leading_lines=())]
@@ -266,3 +267,31 @@ def is_fallback(rule, node: cst.CSTNode) -> bool:
         elif shape_else and child is up.body and _compiling_head(up.test, b):
             return True
     return False
+
+
+def fix_if(rule, node: cst.If, func: cst.FunctionDef, at: cst.CSTNode, head: str) -> None:
+    """Flag a tensor `if` (GM101, GM104) with its torch.where fix: the short form when it is exact in
+    eager too, else the compile-only form (safe when every missing proof is checked while tracing)."""
+    from . import ifstmt
+
+    prover = where.Prover(rule, node, func)
+    verdict, replacement = ifstmt.plan(prover, node)
+    if verdict.refuse or replacement is None:
+        rule.flag(node, f"{head}; no fix: {verdict.refuse}", at=at)
+        return
+    if isinstance(replacement, list):
+        replacement = cst.FlattenSentinel(replacement)
+    if not verdict.missing:
+        how = " (double where: exact gradients)" if verdict.guard else ""
+        rule.flag(node, f"{head}; fix: torch.where{how}", at=at, replacement=replacement, safety=Safety.SAFE,
+                  needs_torch_import=prover.imports)
+        return
+    sp = build(prover, node, verdict, replacement.nodes if isinstance(replacement, cst.FlattenSentinel) else replacement)
+    checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
+        if sp.checked else ""
+    text = f"{head}; fix: torch.where under torch.compile only (eager runs the `if` unchanged){checks}"
+    if sp.unchecked:
+        rule.flag(node, f"{text}; unsafe: {'; '.join(sp.unchecked)}", at=at, replacement=sp.node,
+                  safety=Safety.UNSAFE, needs_torch_import=prover.imports)
+        return
+    rule.flag(node, text, at=at, replacement=sp.node, safety=Safety.SAFE, needs_torch_import=prover.imports)

@@ -235,33 +235,4 @@ class TensorIfRule(base.GraphMendRule):
             return
         if layerdrop.fix(self, node, func, self.MESSAGE):
             return
-        prover = where.Prover(self, node, func)
-        verdict, replacement = ifstmt.plan(prover, node)
-        at = flagged[0]
-        if verdict.refuse or replacement is None:
-            self.flag(node, f"{self.MESSAGE}; no fix: {verdict.refuse}", at=at)
-            return
-        if isinstance(replacement, list):
-            replacement = cst.FlattenSentinel(replacement)
-        if verdict.missing:
-            self._compile_only(node, prover, verdict, replacement, at)
-            return
-        how = " (double where: exact gradients)" if verdict.guard else ""
-        self.flag(node, f"{self.MESSAGE}; fix: torch.where{how}", at=at, replacement=replacement,
-                  safety=base.Safety.SAFE, needs_torch_import=prover.imports)
-
-    def _compile_only(self, node, prover, verdict, replacement, at) -> None:
-        """torch.where is not provably exact in eager: keep the `if` for eager, trace the fix."""
-        sp = split.build(prover, node, verdict, replacement)
-        if sp.node is None:
-            self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing + sp.unchecked)}",
-                      at=at, replacement=replacement, safety=base.Safety.UNSAFE, needs_torch_import=prover.imports)
-            return
-        checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
-            if sp.checked else ""
-        head = f"{self.MESSAGE}; fix: torch.where under torch.compile only (eager runs the `if` unchanged){checks}"
-        if sp.unchecked:
-            self.flag(node, f"{head}; unsafe: {'; '.join(sp.unchecked)}", at=at, replacement=sp.node,
-                      safety=base.Safety.UNSAFE, needs_torch_import=prover.imports)
-            return
-        self.flag(node, head, at=at, replacement=sp.node, safety=base.Safety.SAFE, needs_torch_import=prover.imports)
+        split.fix_if(self, node, func, flagged[0], self.MESSAGE)

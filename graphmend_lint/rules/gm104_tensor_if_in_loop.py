@@ -58,9 +58,14 @@ class TensorIfInLoopRule(base.GraphMendRule):
     `draw <= p` and `draw > p` (wav2vec2-bert) are not rewritten: a draw can be exactly 0.0, so the
     outcome at p = 0.0 is not known.
 
+    Any other `if` statement in a loop gets GM101's `torch.where` fix, with GM101's proofs and
+    compile-only form, once per iteration: with every break in the loop body gone, Dynamo traces the
+    loop (unrolled) instead of skipping the function.
+
     ## When no fix is offered
-    Every other `if` on a tensor in a loop: the rewrite changes the structure of the code. The way
-    out is to vectorise over the loop dimension with a per-sample condition:
+    Where GM101 offers none (side effects such as `out.append(...)` or `h[i] = ...` in a per-sample
+    loop, indexing that may raise, ...), and for ternaries in a loop. The way out there is to
+    vectorise over the loop dimension with a per-sample condition:
     `h = torch.where((h.sum(dim=1) > 0)[:, None], h * 2, h)` (check shapes and dtypes as for GM101).
     """
 
@@ -113,8 +118,12 @@ class TensorIfInLoopRule(base.GraphMendRule):
             return
         head = self.MESSAGE.format(func=func.name.value)
         short = f"`if` on a tensor value inside a Python loop makes Dynamo skip the whole function `{func.name.value}`"
-        if not layerdrop.fix(self, node, func, short):
-            self.flag(node, head, at=flagged[0])
+        if layerdrop.fix(self, node, func, short):
+            return
+        if isinstance(node, cst.If):
+            split.fix_if(self, node, func, flagged[0], short)  # GM101's torch.where fix, once per iteration
+            return
+        self.flag(node, head, at=flagged[0])
 
     def visit_If(self, node: cst.If) -> None:
         up = self.parent(node)
