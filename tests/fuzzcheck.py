@@ -36,6 +36,7 @@ class Outcome:
     safe_fixes: int = 0
     unsafe_fixes: int = 0
     unsafe_differs: bool = False  # an UNSAFE fix changed eager behaviour (allowed, counted)
+    unsafe_source: str = ""
     covered: float = 1.0  # share of the compiled code's lines run by the inputs
     breaks: tuple | None = None  # (before, after) when measured
     # (before, after): breaks after which Dynamo runs a frame, or the rest of it, in eager
@@ -245,6 +246,7 @@ def check_program(source: str, harness: str = "", *, eager: bool = True, breaks:
         if name == "safe":
             remaining = result.findings
     out.fixed_source = fixed.get("safe", "")
+    out.unsafe_source = fixed.get("unsafe", "")
     if not eager:
         return out
     _, orig_fn, inputs = _build(source, harness, "orig")

@@ -120,6 +120,12 @@ def test_fuzz_regression(path):
     if breaks:  # the SAFE fix was compiled and counted (more breaks would be a failure above)
         assert out.breaks is not None, out
         assert not fuzzcheck.more_breaks(out.breaks, out.fallbacks), (out.breaks, out.fallbacks)
+    if re.search(r"^UNSAFE_FIX_CHANGES_COMPILED = True$", source, re.M):
+        # eager runs the original (compile-only fix); the hazard the rule declines shows under compile
+        assert out.unsafe_source and out.unsafe_source != source, "no UNSAFE fix offered any more"
+        _, _, inputs = fuzzcheck._build(source, "", "orig")
+        assert fuzzcheck._compiled_problem(source, out.unsafe_source, "", inputs), \
+            "the UNSAFE fix compiled no longer differs from the eager original: the regression is moot"
     if re.search(r"^UNSAFE_FIX_CHANGES_EAGER = True$", source, re.M):
         # the program does tell the fix apart: the hazard the rule declines is real
         assert out.unsafe_differs, "the UNSAFE fix no longer changes eager behaviour: the regression is moot"

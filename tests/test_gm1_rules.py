@@ -151,14 +151,16 @@ IFEXP = "h = torch.tanh(h) if h.sum() > 0 else h * 2\n"
 
 @pytest.mark.parametrize("branch", [IF, IFEXP], ids=["GM101", "GM102"])
 @pytest.mark.parametrize("later,safety,words", [
-    # the rebound name shown later: its grad_fn would read WhereBackward0 (tests/fuzz_regressions/GM101_1.py)
-    ("print('value', h)\n", "unsafe", "printed later (`print(...)`)"),
-    ("logger.info('h %s', h)\n", "unsafe", "logged later (`logger.info(...)`)"),
-    ("logging.warning('h %s', (h, x))\n", "unsafe", "logged later"),
-    ("warnings.warn(f'h={h}')\n", "unsafe", "warned about later"),
-    ("s = str(h)\n", "unsafe", "formatted later"),
-    ("s = 'h={}'.format(h)\n", "unsafe", "formatted later"),
-    ("s = f'{h!r}'\n", "unsafe", "f-string"),
+    # the rebound name shown later: its grad_fn would read WhereBackward0 in eager (tests/fuzz_regressions/
+    # GM101_1.py), so the fix is compile-only: under compile a value handed across the print's break
+    # shows CompiledFunctionBackward either way (measured, aot_eager and inductor)
+    ("print('value', h)\n", "safe", "under torch.compile only"),
+    ("logger.info('h %s', h)\n", "safe", "under torch.compile only"),
+    ("logging.warning('h %s', (h, x))\n", "safe", "under torch.compile only"),
+    ("warnings.warn(f'h={h}')\n", "safe", "under torch.compile only"),
+    ("s = str(h)\n", "safe", "under torch.compile only"),
+    ("s = 'h={}'.format(h)\n", "safe", "under torch.compile only"),
+    ("s = f'{h!r}'\n", "safe", "under torch.compile only"),
     ("g = h.grad_fn\n", "unsafe", "`h.grad_fn`"),
     # what is shown is the same either way
     ("print('value', h.shape, h.dtype, h.sum(), f'{h.shape}')\n", "safe", ""),

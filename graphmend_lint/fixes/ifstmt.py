@@ -482,7 +482,10 @@ def plan(prover: where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | N
                 return v, None
             sources = {a for a in map(alias_of, values) if a}
             values = _pairs(prover, v, values, conds)
-            v.missing.extend(rebind_proofs(after, r, sources))
+            for why in rebind_proofs(after, r, sources):
+                v.missing.append(why)
+                if "grad_fn would show" in why and ".grad_fn`" not in why:  # printed, not read
+                    prover.checks[why] = where.EAGER_ONLY
             new.append(_line(cst.Assign([cst.AssignTarget(cst.Name(r))], choose(values))))
         if len(results) > 1 and test_names & set(results):
             v.refuse = "the test reads a name the branches assign, and there are several results"

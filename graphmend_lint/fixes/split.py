@@ -207,6 +207,8 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
     shapes = False
     for why in verdict.missing:
         check = prover.checks.get(why)
+        if check == where.EAGER_ONLY:
+            continue
         if check is None or check != SHAPES and where.names_in(cst.parse_expression(check)) & setup_names:
             out.unchecked.append(why)
         elif check == SHAPES:

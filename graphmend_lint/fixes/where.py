@@ -20,6 +20,11 @@ FLOAT_DTYPES = {"float16", "float32", "float64", "bfloat16", "half", "float", "d
 FINFO_ATTRS = {"max", "min", "eps", "tiny", "resolution", "smallest_normal"}
 CAST_OK = set(T.CAST_METHODS)
 SHAPES = "shapes"  # Prover.checks value: compare shapes and dtypes of the bound branch values
+# Prover.checks value: a proof only the eager path needs. Printing a tensor shows its grad_fn
+# (WhereBackward0 after torch.where); under torch.compile a value handed across a break carries the
+# compiled graph's grad_fn (CompiledFunctionBackward) either way, and a print guarded by
+# `if not is_compiling()` does not run there at all.
+EAGER_ONLY = "eager only"
 SYMBOLS = {"Add": "`+`", "Subtract": "`-`", "Multiply": "`*`", "Divide": "`/`", "Power": "`**`"}
 
 

@@ -140,7 +140,10 @@ class TensorIfExpRule(base.GraphMendRule):
         if verdict.refuse or cond is None:
             self.flag(node, f"{self.MESSAGE}; no fix: {verdict.refuse}", at=node.test)
             return
-        verdict.missing.extend(self._rebind_proofs(node, func))
+        for why in self._rebind_proofs(node, func):
+            verdict.missing.append(why)
+            if "grad_fn would show" in why and ".grad_fn`" not in why:  # printed, not read
+                prover.checks[why] = where.EAGER_ONLY
         replacement = prover.call("torch.where", cond, body, orelse).with_changes(
             lpar=node.lpar, rpar=node.rpar)
         if verdict.missing and self._compile_only(node, prover, verdict, replacement):
