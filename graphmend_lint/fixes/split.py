@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
+from libcst.metadata import PositionProvider
 
 from ..analysis import context
 from . import where
@@ -116,6 +117,19 @@ def _line(small: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
 
 def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
     return _line(cst.Assign([cst.AssignTarget(cst.Name(name))], value))
+
+
+def _test(parts: list[str], prover: where.Prover, node: cst.CSTNode) -> cst.BaseExpression:
+    """`a and b and c`, wrapped one operand a line in parentheses (as ruff format does) when
+    `if <test>:` would pass 88 columns."""
+    pos = prover.rule.get_metadata(PositionProvider, node, None)
+    col = pos.start.column if pos is not None else 0
+    flat = _and(parts)
+    if col + len(flat) + 4 <= 88 or len(parts) < 2:
+        return cst.parse_expression(flat)
+    parts = [q for p in parts for q in p.split(" and ")]  # the checks hold no nested `and`
+    text = "(\n" + "".join(f"    {'and ' if i else ''}{p}\n" for i, p in enumerate(parts)) + ")"
+    return cst.parse_expression(text)
 
 
 def _and(parts: list[str]) -> str:
@@ -235,7 +249,7 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
     out.checked = pre + out.checked
     if prefix is not None:
         stmts = [prefix.with_changes(body=cst.IndentedBlock(body=stmts), leading_lines=())]
-    test = cst.parse_expression(_and([f"{is_compiling}()", *pre]))
+    test = _test([f"{is_compiling}()", *pre], prover, node)
     original = node.with_changes(leading_lines=())
     if not isinstance(original, cst.If):
         original = cst.Else(body=cst.IndentedBlock(body=[original]))

@@ -340,9 +340,13 @@ class Prover:
                 if reason:
                     v.refuse = v.refuse or reason
                 if prover.b.qualify(n.func) in T.CONSTRUCTORS:
-                    why = f"`{code(n.func)}(...)` may raise on arguments not proved valid when its branch is not taken"
+                    why, check = prover.tensor_data(n)
+                    if why is None:
+                        why = f"`{code(n.func)}(...)` may raise on arguments not proved valid when its branch is not taken"
                     if why not in v.missing:
                         v.missing.append(why)
+                    if check:
+                        prover.checks[why] = check
                 op, recv, _ = prover._op_name(n)
                 if op in T.ELEMENTWISE and recv is not None and T.ELEMENTWISE[op].raises and not prover.is_float(recv):
                     why = f"`{code(recv)}` is not provably floating (`{op}` raises on some other dtypes)"
@@ -358,6 +362,28 @@ class Prover:
 
         node.visit(Walk())
         return v
+
+    def tensor_data(self, call: cst.Call) -> tuple[str | None, str | None]:
+        """`torch.tensor(self.factors, dtype=torch.float32, device=x.device)`: it cannot raise when the
+        data is a flat list or tuple of numbers, a Python constant while tracing, so the compile-only
+        form can check it. (missing proof, check) or (None, None) for other constructors."""
+        if self.b.qualify(call.func) not in ("torch.tensor", "torch.as_tensor") or not call.args:
+            return None, None
+        data, rest = call.args[0], call.args[1:]
+        name = dotted(data.value)
+        if data.keyword is not None or data.star or name is None:
+            return None, None
+        for a in rest:
+            kw = a.keyword.value if a.keyword is not None else None
+            if kw == "dtype" and (self.b.qualify(a.value) or "").startswith("torch.") and \
+                    (self.b.qualify(a.value) or "")[6:] in FLOAT_DTYPES | {"int64", "int32", "long", "int"}:
+                continue
+            if kw == "device" and isinstance(a.value, cst.Attribute) and a.value.attr.value == "device":
+                continue
+            return None, None
+        return (f"`{name}` is not provably a flat list of numbers (`{code(call.func)}` raises on other data "
+                "when its branch is not taken)",
+                f"isinstance({name}, (list, tuple)) and all(isinstance(v, (int, float)) for v in {name})")
 
     def _op_name(self, call: cst.Call) -> tuple[str | None, cst.BaseExpression | None, list[cst.Arg]]:
         """(op, receiver, other args) for `torch.op(x, ...)`, `F.op(x, ...)` or `x.op(...)`."""
