@@ -104,8 +104,10 @@ class TensorIfRule(base.GraphMendRule):
     - (compiled) everything now evaluated in both branches (values, hoisted setup, every test of an
       `and`/`or` or `elif`) is free of side effects and cannot raise (no indexing, no calls of
       modules or user functions, `torch.finfo` only on a floating dtype, which the compile-only form
-      checks, no division by a possible zero, constructors such as `torch.tensor(self.factors)` only
-      on arguments proved valid);
+      checks, no division by a possible zero, constructors only on arguments proved valid:
+      `torch.tensor(self.factors, dtype=..., device=x.device)` is checked while tracing with
+      `isinstance(self.factors, (list, tuple)) and all(isinstance(v, (int, float)) for v in
+      self.factors)`, which is how Phi-3's LongRoPE factor choice gets a safe fix);
     - (compiled) what only one branch reads is read elsewhere too: `torch.where` gives it a zero
       gradient when that branch is not taken, where `if` gave none (`.grad` stays None; optimizers
       with weight decay or momentum treat the two differently);
