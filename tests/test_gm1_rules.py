@@ -76,6 +76,10 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0 or h.std() > 1:\n    h = h * 2\nreturn h\n", "none", "warns"),
     ("if h.sum() > 0 or h.amax() > 1:\n    h = h * 2\nreturn h\n", "none", "raises on an empty tensor"),
     ("if h.amax() > 1 or h.sum() > 0:\n    h = h * 2\nreturn h\n", "safe", ""),
+    # the test already ran `h.amax()`: in the branch it cannot raise on an empty tensor
+    ("if h.amax() > 1:\n    h = h - h.amax()\nreturn h\n", "safe", "under torch.compile only"),
+    # ... but dividing by it has an infinite derivative where it is 0 (NaN gradients through torch.where)
+    ("if h.amax() > 1:\n    h = h / h.amax()\nreturn h\n", "unsafe", "`/ h.amax()` has an infinite derivative"),
     ("if torch.equal(h, x):\n    h = h * 2\nreturn h\n", "none", "Python value from tensor data"),
     ("if h.sum() > 0:\n    h = h * 2\nh += 1\nreturn h\n", "unsafe", "modified in place"),
     ("if h.sum() > 0:\n    h = h * 2\nh[0] = 1\nreturn h\n", "unsafe", "modified in place"),

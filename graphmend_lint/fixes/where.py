@@ -363,6 +363,22 @@ class Prover:
         node.visit(Walk())
         return v
 
+    def _evaluated_first(self) -> set[str]:
+        """Calls in the part of the test that always runs (before any `and`/`or`), as source."""
+        test = getattr(self.node, "test", None)
+        if test is None:
+            return set()
+        while isinstance(test, cst.BooleanOperation):
+            test = test.left
+        found: set[str] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                found.add(code(n))
+
+        test.visit(V())
+        return found
+
     def tensor_data(self, call: cst.Call) -> tuple[str | None, str | None]:
         """`torch.tensor(self.factors, dtype=torch.float32, device=x.device)`: it cannot raise when the
         data is a flat list or tuple of numbers, a Python constant while tracing, so the compile-only
@@ -412,6 +428,8 @@ class Prover:
         if op in T.PREDICATES or op in CAST_OK:
             return None
         if op in T.REDUCTIONS:
+            if op in T.RAISES_ON_EMPTY and code(call) in self._evaluated_first():
+                return None  # the test already ran it: had it raised, the branch would not be chosen
             if op in T.RAISES_ON_EMPTY:
                 return f"`{name}` raises on an empty tensor when its branch is not taken"
             if op in T.WARNS_ON_EMPTY:
@@ -548,6 +566,14 @@ class Prover:
                 op, _, _ = prover._op_name(n)
                 if op in T.ELEMENTWISE and not T.ELEMENTWISE[op].finite_grad:
                     found.append(f"`{op}`")
+
+            def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
+                # `h / m` with a tensor `m`: the derivative is infinite where `m` is 0
+                if isinstance(n.operator, cst.Divide) and not prover.number(n.right)[0]:
+                    found.append(f"`/ {code(n.right)}`")
+                if isinstance(n.operator, cst.Power) and not (
+                        isinstance(n.right, cst.Integer) and int(n.right.value) >= 1):
+                    found.append(f"`** {code(n.right)}`")
 
         node.visit(V())
         return found
