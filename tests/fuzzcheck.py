@@ -37,6 +37,7 @@ class Outcome:
     safe_fixes: int = 0
     unsafe_fixes: int = 0
     unsafe_differs: bool = False  # an UNSAFE fix changed eager behaviour (allowed, counted)
+    unsafe_source: str = ""
     covered: float = 1.0  # share of the compiled code's lines run by the inputs
     breaks: tuple | None = None  # (before, after) when measured
     # (before, after): breaks after which Dynamo runs a frame, or the rest of it, in eager
@@ -80,6 +81,18 @@ def _same(a, b) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
     return a == b
+
+
+def _close(a, b) -> bool:
+    """_same, up to float rounding: compiled graphs (aot_eager decompositions, fused backward) round
+    differently from eager, with or without a fix."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(
+            torch.allclose(a.double(), b.double(), rtol=1e-5, atol=1e-6, equal_nan=True)) if a.is_floating_point() \
+            else _same(a, b)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    return _same(a, b)
 
 
 def _observe(fn, args):
@@ -143,9 +156,38 @@ def _build(source: str, harness: str, tag: str):
     return module, fn, inputs
 
 
+def _compiled_problem(source: str, fixed: str, harness: str, inputs: list) -> str | None:
+    """The SAFE-fixed program compiled (aot_eager) against the original in eager: outputs, gradients
+    and module state on every input the original accepts (exceptions, logs and warnings differ by
+    design under compile: GM3xx asserts raise RuntimeError, GM2xx guards skip logging)."""
+    _, orig_fn, _ = _build(source, harness, "orig")
+    _, fixed_fn, _ = _build(fixed, harness, "compiled")
+    torch._dynamo.reset()
+    compiled = torch.compile(fixed_fn, backend="aot_eager")
+    try:
+        for i, args in enumerate(inputs):
+            before = getattr(orig_fn, "calls", None), getattr(fixed_fn, "calls", None)
+            o = _observe(orig_fn, args)
+            if o.error is not None:
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                f = _observe(compiled, args)
+            state = [(getattr(fn, "calls", None), b) for fn, b in zip((orig_fn, fixed_fn), before)]
+            deltas = [None if now is None else now - b for now, b in state]
+            for what, a, b in (("exception", o.error, f.error), ("output", o.output, f.output),
+                               ("gradients", o.grads, f.grads), ("module state", *deltas)):
+                if not _close(a, b):
+                    return f"input {i}: compiled {what} differ: {_short(a)} vs {_short(b)}"
+    finally:
+        torch._dynamo.reset()
+    return None
+
+
 def check_program(source: str, harness: str = "", *, eager: bool = True, breaks: bool = False,
-                  coverage: bool = False, idempotence: bool = True) -> Outcome:
-    """`harness` (the program's `make()`) is appended to the original and the fixed source to run them."""
+                  coverage: bool = False, idempotence: bool = True, compiled: bool = False) -> Outcome:
+    """`harness` (the program's `make()`) is appended to the original and the fixed source to run them.
+    `compiled`: also run the SAFE-fixed program under torch.compile (aot_eager) against the original."""
     out = Outcome()
     static, eager_only = _marked_lines(source)
     data = source.encode()
@@ -205,6 +247,7 @@ def check_program(source: str, harness: str = "", *, eager: bool = True, breaks:
         if name == "safe":
             remaining = result.findings
     out.fixed_source = fixed.get("safe", "")
+    out.unsafe_source = fixed.get("unsafe", "")
     if not eager:
         return out
     _, orig_fn, inputs = _build(source, harness, "orig")
@@ -224,6 +267,10 @@ def check_program(source: str, harness: str = "", *, eager: bool = True, breaks:
             if problem:
                 out.unsafe_differs = True
                 break
+    if compiled and fixed.get("safe", source) != source:
+        problem = _compiled_problem(source, fixed["safe"], harness, inputs)
+        if problem:
+            out.fail("compiled-mismatch", problem)
     if breaks and fixed.get("safe", source) != source:
         measured = _breaks(source, fixed["safe"], harness, inputs)
         if measured:

@@ -172,6 +172,8 @@ class _Writer:
         kinds = ["ordinary", "tensor_if", "ternary", "log", "check", "tricky", "static_if", "loop", "layout", "closure"]
         if self.clean and self.c.chance(0.35):
             return self.s_clean_if(indent, depth)
+        if self.kind == "module" and self.c.chance(0.1):
+            return self.s_layerdrop(indent, depth)
         kind = self.c.pick(kinds if depth < 2 else kinds[:6])
         getattr(self, "s_" + kind)(indent, depth)
 
@@ -237,6 +239,26 @@ class _Writer:
             self.emit(indent, f"elif {self.tensor_test(indent, derive=False)}:\n    z = {zv()}\nelse:\n    z = {zv()}")
         elif form == "both":
             self.emit(indent, f"else:\n    z = {zv()}")
+
+    def s_layerdrop(self, indent: int, depth: int) -> None:
+        """transformers' LayerDrop in a layer loop (GM104's fix); `self.layerdrop` is 0.0 (decided while
+        tracing) or 1.5 (always below: every layer skipped, the break stays), so the result is fixed."""
+        self.features.add("layerdrop")
+        draw = self.fresh("dropout_probability")
+        form = self.c.pick(["continue", "to_drop", "joined"])
+        self.features.add(f"layerdrop-{form}")
+        layer = self.c.pick(["h = h * 0.5 + 1", "h = self.proj(h)", "h = h + h.tanh()"])
+        self.emit(indent, "for _ in range(2):")
+        if form == "continue":
+            self.emit(indent + 1, self.fmt(f"if self.training:\n    {draw} = {{t}}.rand([])\n"
+                                           f"    if {draw} < self.layerdrop:\n        continue\n{layer}"))
+        elif form == "to_drop":
+            self.emit(indent + 1, self.fmt(f"to_drop = False\nif self.training:\n    {draw} = {{t}}.rand([])\n"
+                                           f"    if {draw} < self.layerdrop:  # skip the layer\n        to_drop = True\n"
+                                           f"if not to_drop:\n    {layer}"))
+        else:
+            self.emit(indent + 1, self.fmt(f"{draw} = {{t}}.rand([])\nif self.training and ({draw} < self.layerdrop):\n"
+                                           f"    continue\n{layer}"))
 
     def s_tricky(self, indent: int, depth: int) -> None:
         """Shapes a torch.where rewrite gets wrong: in-place updates, aliases, Python numbers, while."""
@@ -425,6 +447,7 @@ def generate(c) -> Program:
     if is_module:
         out += ["", "class Model(nn.Module):", "    def __init__(self):", "        super().__init__()",
                 "        self.proj = nn.Linear(4, 4)", "        self.flag = True", "        self.calls = 0",
+                f"        self.layerdrop = {c.pick(['0.0', '0.0', '1.5'])}",
                 "        self.log = logging.getLogger('fuzz.self')", "",
                 "    def scale_up(self, h):", "        return h * 3.0", "",
                 f"    def forward(self, x{ann}, {params.split(', ', 1)[1]}):", f"        h = {start}"]

@@ -5,6 +5,7 @@ import contextlib
 import importlib.util
 import io
 import logging
+import math
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -116,6 +117,7 @@ def graph_breaks(fn, args_list: list) -> int:
                 explanation = torch._dynamo.explain(fn)(*args)
             except Exception:
                 continue  # an input meant to raise
-        worst = max(worst, explanation.graph_break_count)
+        # a frame Dynamo skips whole (a break inside a loop) runs all in eager: worse than any break
+        worst = max(worst, explanation.graph_break_count if explanation.graph_count else math.inf)
     torch._dynamo.reset()
     return worst

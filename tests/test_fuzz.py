@@ -82,6 +82,29 @@ def test_fixed_programs_compile_with_no_more_breaks():
     assert any(after < before for before, after in measured), measured
 
 
+def test_fixed_programs_compiled_match_the_eager_original():
+    """SAFE GM1xx fixes are compile-only forms or LayerDrop guards: what they must get right is the
+    compiled run. A few programs (compiling is slow), LayerDrop ones among them: the fixed program
+    under aot_eager gives the original's eager outputs, gradients and module state."""
+    checked, layerdrop = 0, 0
+    for seed in range(400):
+        program = fuzzgen.generate(fuzzgen.RandomChooser(seed))
+        wanted = "layerdrop" in program.features if layerdrop < 2 else "tensor-test" in program.features
+        if not wanted:
+            continue
+        safe = [f for f in engine.check(program.source.encode(), fuzzcheck.UNSAFE).findings
+                if f.code.startswith("GM1") and f.safety is engine.Safety.SAFE]
+        if not safe:
+            continue
+        out = fuzzcheck.check_program(program.source, program.harness, compiled=True)
+        assert not out.failures, _report(program, out)
+        checked += 1
+        layerdrop += "layerdrop" in program.features
+        if checked == 5:
+            break
+    assert checked == 5 and layerdrop >= 2
+
+
 @pytest.mark.parametrize("path", REGRESSIONS, ids=lambda p: p.name)
 def test_fuzz_regression(path):
     """Programs the fuzzer broke. One whose rule is not fixed yet says so in KNOWN_FAILURE: it must
@@ -97,6 +120,12 @@ def test_fuzz_regression(path):
     if breaks:  # the SAFE fix was compiled and counted (more breaks would be a failure above)
         assert out.breaks is not None, out
         assert not fuzzcheck.more_breaks(out.breaks, out.fallbacks), (out.breaks, out.fallbacks)
+    if re.search(r"^UNSAFE_FIX_CHANGES_COMPILED = True$", source, re.M):
+        # eager runs the original (compile-only fix); the hazard the rule declines shows under compile
+        assert out.unsafe_source and out.unsafe_source != source, "no UNSAFE fix offered any more"
+        _, _, inputs = fuzzcheck._build(source, "", "orig")
+        assert fuzzcheck._compiled_problem(source, out.unsafe_source, "", inputs), \
+            "the UNSAFE fix compiled no longer differs from the eager original: the regression is moot"
     if re.search(r"^UNSAFE_FIX_CHANGES_EAGER = True$", source, re.M):
         # the program does tell the fix apart: the hazard the rule declines is real
         assert out.unsafe_differs, "the UNSAFE fix no longer changes eager behaviour: the regression is moot"

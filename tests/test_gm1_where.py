@@ -56,7 +56,13 @@ def test_every_fixed_fixture_has_inputs():
             assert case in WITH_MAKE, f"{case.name}: a safe fix needs make() for the differential test"
 
 
-@pytest.mark.parametrize("case", [c for c in WITH_MAKE if "GM101" in str(c)], ids=lambda p: p.name)
+def _layerdrop(case) -> bool:
+    """A LayerDrop fix keeps the test and both branches; its inputs use layerdrop 0.0, the case it
+    decides while tracing (layerdrop > 0: tests/test_gm1_compiled.py)."""
+    return "draw of torch.rand" in case.with_name(case.stem + ".findings.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("case", [c for c in WITH_MAKE if "GM101" in str(c) and not _layerdrop(c)], ids=lambda p: p.name)
 def test_inputs_take_every_branch_of_flagged_ifs(case):
     source = case.read_text(encoding="utf-8")
     flagged = {f.line for f in engine.check(source.encode(), Settings(unsafe_fixes=True)).findings if f.code == "GM101"}
@@ -80,7 +86,7 @@ def test_inputs_take_every_branch_of_flagged_ifs(case):
             assert any(test_line in r and not (set(arms) & r) for r in runs), "no input skips the if"
 
 
-@pytest.mark.parametrize("case", [c for c in WITH_MAKE if "GM102" in str(c) and _fixed(c, ".fixed.py")],
+@pytest.mark.parametrize("case", [c for c in WITH_MAKE if "GM102" in str(c) and _fixed(c, ".fixed.py") and not _layerdrop(c)],
                          ids=lambda p: p.name)
 def test_inputs_take_both_sides_of_flagged_ifexp(case, monkeypatch):
     fixed = _fixed(case, ".fixed.py")
@@ -101,7 +107,10 @@ def test_inputs_take_both_sides_of_flagged_ifexp(case, monkeypatch):
 @pytest.mark.parametrize("case", [c for c in WITH_MAKE if _fixed(c, ".fixed.py") or _fixed(c, ".unsafe.fixed.py")],
                          ids=lambda p: p.name)
 def test_fixed_code_compiles_with_fullgraph(case):
+    """The fixed code compiles to one graph; a safe fix's compiled results equal its eager ones (an
+    unsafe compile-only fix may differ there: that is what makes it unsafe)."""
     fixed = _fixed(case, ".fixed.py") or _fixed(case, ".unsafe.fixed.py")
+    safe = fixed.name.endswith(".fixed.py") and not fixed.name.endswith(".unsafe.fixed.py")
     fn, inputs = _build(fixed, "fullgraph")
     torch._dynamo.reset()
     compiled = torch.compile(fn, fullgraph=True, backend="aot_eager")
@@ -110,6 +119,8 @@ def test_fixed_code_compiles_with_fullgraph(case):
             args = tuple(a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
                          for a in args)
             got, want = compiled(*args), fn(*args)
+            if not safe:
+                continue
             got, want = (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple) else (want,))
             for g, w in zip(got, want):
                 assert g.shape == w.shape and g.dtype == w.dtype
@@ -139,7 +150,8 @@ def test_fp16_clamp_fix_on_nan_and_inf_inputs():
 
 
 def test_sqrt_trap_unsafe_fix_gives_nan_gradients():
-    """Why an `elif` chain with sqrt stays unsafe: the untaken sqrt branch poisons the gradient."""
+    """Why an `elif` chain with sqrt stays unsafe: the untaken sqrt branch poisons the gradient of the
+    compiled path (eager runs the `if` unchanged, so it stays exact)."""
     case = FIXTURES / "GM101" / "invalid_sqrt_in_elif_chain.py"
     unsafe = _fixed(case, ".unsafe.fixed.py")
     assert unsafe is not None and _fixed(case, ".fixed.py") is None
@@ -147,9 +159,15 @@ def test_sqrt_trap_unsafe_fix_gives_nan_gradients():
     fixed, _ = _build(unsafe, "sqrt_f")
     x = torch.tensor([[0.5, -0.5, 1.0, -1.0]], requires_grad=True)  # mean 0: no branch taken
     o, f = observe(orig, (x,)), observe(fixed, (x,))
-    assert torch.equal(o.output, f.output)
+    assert torch.equal(o.output, f.output) and all(torch.equal(a, b) for a, b in zip(o.grads, f.grads))
     assert all(torch.isfinite(g).all() for g in o.grads)
-    assert not all(torch.isfinite(g).all() for g in f.grads)
+    torch._dynamo.reset()
+    try:
+        c = observe(torch.compile(fixed, backend="aot_eager"), (x,))
+    finally:
+        torch._dynamo.reset()
+    assert torch.equal(o.output, c.output)
+    assert not all(torch.isfinite(g).all() for g in c.grads)
 
 
 def test_double_where_keeps_sqrt_gradients_exact():
@@ -164,16 +182,9 @@ def test_double_where_keeps_sqrt_gradients_exact():
         assert all(torch.isfinite(g).all() for g in f.grads)
 
 
-def test_shape_trap_unsafe_fix_broadcasts():
-    case = FIXTURES / "GM101" / "invalid_shape_mismatch.py"
-    orig, _ = _build(case, "shape_o")
-    fixed, _ = _build(_fixed(case, ".unsafe.fixed.py"), "shape_f")
-    x = torch.ones(3, 4)  # mean > 0: the original returns the (1, 4) mean
-    assert orig(x).shape == (1, 4) and fixed(x).shape == (3, 4)
-
-
 def test_inplace_trap_unsafe_fix_changes_aliasing():
-    """`if` without else keeps the caller's tensor when not taken; torch.where makes a new one."""
+    """`if` without else keeps the caller's tensor when not taken; torch.where makes a new one. Eager
+    runs the `if` unchanged; the compiled path (aot_eager) shows the difference."""
     case = FIXTURES / "GM101" / "invalid_inplace_after.py"
     assert "modified in place later" in case.with_name(case.stem + ".findings.txt").read_text(encoding="utf-8")
     torch.manual_seed(0)
@@ -181,10 +192,15 @@ def test_inplace_trap_unsafe_fix_changes_aliasing():
     torch.manual_seed(0)
     fixed = load(_fixed(case, ".unsafe.fixed.py"), "gm1_inplace_f").Shift()
     x = torch.full((1, 4), -100.0) if orig.proj(torch.full((1, 4), -100.0)).sum() <= 0 else torch.full((1, 4), 100.0)
-    h1, h2 = torch.ones(1, 4), torch.ones(1, 4)
-    with torch.no_grad():
-        assert torch.equal(orig(x, h1), fixed(x, h2))
-    assert torch.equal(h1, torch.full((1, 4), 2.0)) and torch.equal(h2, torch.ones(1, 4))
+    h1, h2, h3 = torch.ones(1, 4), torch.ones(1, 4), torch.ones(1, 4)
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            assert torch.equal(orig(x, h1), fixed(x, h2))
+            assert torch.equal(orig(x, torch.ones(1, 4)), torch.compile(fixed, backend="aot_eager")(x, h3))
+    finally:
+        torch._dynamo.reset()
+    assert torch.equal(h1, torch.full((1, 4), 2.0)) and torch.equal(h2, h1) and torch.equal(h3, torch.ones(1, 4))
 
 
 def test_torch_cond_is_not_a_safe_rewrite_for_module_branches():

@@ -258,6 +258,55 @@ def _bound_before(rule, node: cst.If, func: cst.FunctionDef, name: str) -> bool:
     return False
 
 
+def _is_none_test(test: cst.BaseExpression, name: str, negated: bool) -> bool:
+    """`test` proves `name is None` when it holds (negated: when it fails, as `name is not None or ...`)."""
+    op = cst.Or if negated else cst.And
+    for part in where.flatten(test, op):
+        if isinstance(part, cst.Comparison) and len(part.comparisons) == 1 and \
+                isinstance(part.left, cst.Name) and part.left.value == name:
+            cmp = part.comparisons[0]
+            if isinstance(cmp.comparator, cst.Name) and cmp.comparator.value == "None" and \
+                    isinstance(cmp.operator, cst.IsNot if negated else cst.Is):
+                return True
+    return False
+
+
+def none_here(rule, node: cst.CSTNode, name: str) -> bool:
+    """An enclosing test proves `name is None` at `node` (`if name is None and ...:` around it), or the
+    statement before it in its block is `name = None`."""
+    for child, up in _ancestors(rule, node):
+        if isinstance(up, cst.FunctionDef):
+            return False
+        if isinstance(up, cst.If) and child is up.body and _is_none_test(up.test, name, False):
+            return True
+        if isinstance(up, cst.If) and child is up.orelse and _is_none_test(up.test, name, True):
+            return True
+        if isinstance(up, cst.IndentedBlock) and child in up.body:
+            before = list(up.body)[:list(up.body).index(child)]
+            for stmt in reversed(before):
+                if name in where.names_in(stmt):
+                    small = stmt.body[-1] if isinstance(stmt, cst.SimpleStatementLine) else None
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                            isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name:
+                        return isinstance(small.value, cst.Name) and small.value.value == "None"
+                    if _rebinds(stmt, name):
+                        return False
+                    break
+    return False
+
+
+def _rebinds(stmt: cst.CSTNode, name: str) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            if name in where.names_in(n.target):
+                found.append(n)
+
+    stmt.visit(V())
+    return bool(found)
+
+
 def _ancestors(rule, node):
     return context.ancestors(node, rule.parent)
 
@@ -428,9 +477,15 @@ def plan(prover: where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | N
             if any(isinstance(val, cst.Name) and val.value == r for val in values) and not _bound_before(rule, node, prover.func, r):
                 v.refuse = f"`{r}` is not set in every branch and not provably bound before the `if`"
                 return v, None
+            if any(isinstance(val, cst.Name) and val.value == r for val in values) and none_here(rule, node, r):
+                v.refuse = f"`{r}` is None here (a branch that does not set it keeps None), and torch.where needs tensors"
+                return v, None
             sources = {a for a in map(alias_of, values) if a}
             values = _pairs(prover, v, values, conds)
-            v.missing.extend(rebind_proofs(after, r, sources))
+            for why in rebind_proofs(after, r, sources):
+                v.missing.append(why)
+                if "grad_fn would show" in why and ".grad_fn`" not in why:  # printed, not read
+                    prover.checks[why] = where.EAGER_ONLY
             new.append(_line(cst.Assign([cst.AssignTarget(cst.Name(r))], choose(values))))
         if len(results) > 1 and test_names & set(results):
             v.refuse = "the test reads a name the branches assign, and there are several results"

@@ -19,6 +19,12 @@ from ..analysis.bindings import dotted
 FLOAT_DTYPES = {"float16", "float32", "float64", "bfloat16", "half", "float", "double"}
 FINFO_ATTRS = {"max", "min", "eps", "tiny", "resolution", "smallest_normal"}
 CAST_OK = set(T.CAST_METHODS)
+SHAPES = "shapes"  # Prover.checks value: compare shapes and dtypes of the bound branch values
+# Prover.checks value: a proof only the eager path needs. Printing a tensor shows its grad_fn
+# (WhereBackward0 after torch.where); under torch.compile a value handed across a break carries the
+# compiled graph's grad_fn (CompiledFunctionBackward) either way, and a print guarded by
+# `if not is_compiling()` does not run there at all.
+EAGER_ONLY = "eager only"
 SYMBOLS = {"Add": "`+`", "Subtract": "`-`", "Multiply": "`*`", "Divide": "`/`", "Power": "`**`"}
 
 
@@ -180,6 +186,9 @@ class Prover:
         self.imports = False
         self.grad_off = context.grad_disabled(node, rule.parent, self.b)
         self.local: dict[str, cst.BaseExpression] = {}  # setup names of the branches -> their values
+        # missing proof -> a check that is a Python constant while Dynamo traces (dtypes, types),
+        # so the compile-only form can test it instead (SHAPES: compare the bound branch values)
+        self.checks: dict[str, str] = {}
         self.float_names = self._float_guards()
 
     def _grad_off_region(self) -> cst.CSTNode | None:
@@ -291,7 +300,10 @@ class Prover:
                     return True, None
                 if isinstance(arg, cst.Attribute) and arg.attr.value == "dtype" and self.is_float(arg.value):
                     return True, None
-                return True, f"`{code(call)}` raises TypeError unless the dtype is floating, which is not proved"
+                why = f"`{code(call)}` raises TypeError unless the dtype is floating, which is not proved"
+                if isinstance(arg, cst.Attribute) and arg.attr.value == "dtype" and dotted(arg.value):
+                    self.checks[why] = f"{dotted(arg.value)}.is_floating_point()"
+                return True, why
         if isinstance(node, cst.Name) and node.value in self.local:
             return self.number(self.local[node.value], depth + 1)
         if isinstance(node, cst.Name):
@@ -331,12 +343,18 @@ class Prover:
                 if reason:
                     v.refuse = v.refuse or reason
                 if prover.b.qualify(n.func) in T.CONSTRUCTORS:
-                    why = f"`{code(n.func)}(...)` may raise on arguments not proved valid when its branch is not taken"
+                    why, check = prover.tensor_data(n)
+                    if why is None:
+                        why = f"`{code(n.func)}(...)` may raise on arguments not proved valid when its branch is not taken"
                     if why not in v.missing:
                         v.missing.append(why)
+                    if check:
+                        prover.checks[why] = check
                 op, recv, _ = prover._op_name(n)
                 if op in T.ELEMENTWISE and recv is not None and T.ELEMENTWISE[op].raises and not prover.is_float(recv):
                     why = f"`{code(recv)}` is not provably floating (`{op}` raises on some other dtypes)"
+                    if dotted(recv):
+                        prover.checks[why] = f"{dotted(recv)}.is_floating_point()"
                     if why not in v.missing:
                         v.missing.append(why)
 
@@ -347,6 +365,44 @@ class Prover:
 
         node.visit(Walk())
         return v
+
+    def _evaluated_first(self) -> set[str]:
+        """Calls in the part of the test that always runs (before any `and`/`or`), as source."""
+        test = getattr(self.node, "test", None)
+        if test is None:
+            return set()
+        while isinstance(test, cst.BooleanOperation):
+            test = test.left
+        found: set[str] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                found.add(code(n))
+
+        test.visit(V())
+        return found
+
+    def tensor_data(self, call: cst.Call) -> tuple[str | None, str | None]:
+        """`torch.tensor(self.factors, dtype=torch.float32, device=x.device)`: it cannot raise when the
+        data is a flat list or tuple of numbers, a Python constant while tracing, so the compile-only
+        form can check it. (missing proof, check) or (None, None) for other constructors."""
+        if self.b.qualify(call.func) not in ("torch.tensor", "torch.as_tensor") or not call.args:
+            return None, None
+        data, rest = call.args[0], call.args[1:]
+        name = dotted(data.value)
+        if data.keyword is not None or data.star or name is None:
+            return None, None
+        for a in rest:
+            kw = a.keyword.value if a.keyword is not None else None
+            if kw == "dtype" and (self.b.qualify(a.value) or "").startswith("torch.") and \
+                    (self.b.qualify(a.value) or "")[6:] in FLOAT_DTYPES | {"int64", "int32", "long", "int"}:
+                continue
+            if kw == "device" and isinstance(a.value, cst.Attribute) and a.value.attr.value == "device":
+                continue
+            return None, None
+        return (f"`{name}` is not provably a flat list of numbers (`{code(call.func)}` raises on other data "
+                "when its branch is not taken)",
+                f"isinstance({name}, (list, tuple)) and all(isinstance(v, (int, float)) for v in {name})")
 
     def _op_name(self, call: cst.Call) -> tuple[str | None, cst.BaseExpression | None, list[cst.Arg]]:
         """(op, receiver, other args) for `torch.op(x, ...)`, `F.op(x, ...)` or `x.op(...)`."""
@@ -375,6 +431,8 @@ class Prover:
         if op in T.PREDICATES or op in CAST_OK:
             return None
         if op in T.REDUCTIONS:
+            if op in T.RAISES_ON_EMPTY and code(call) in self._evaluated_first():
+                return None  # the test already ran it: had it raised, the branch would not be chosen
             if op in T.RAISES_ON_EMPTY:
                 return f"`{name}` raises on an empty tensor when its branch is not taken"
             if op in T.WARNS_ON_EMPTY:
@@ -437,7 +495,10 @@ class Prover:
             lv, rv = self.ff.value(left), self.ff.value(right)
             for t, tv, other, ov in ((left, lv, right, rv), (right, rv, left, lv)):
                 if tv.is_tensor and tv.zero_dim and not ov.is_tensor:
-                    return f"`{code(other)}` is not provably a Python number, so the test is not provably 0-d"
+                    why = f"`{code(other)}` is not provably a Python number, so the test is not provably 0-d"
+                    if dotted(other):
+                        self.checks[why] = f"isinstance({dotted(other)}, (int, float))"
+                    return why
         return None
 
     # -- branch values ---------------------------------------------------------------
@@ -509,6 +570,14 @@ class Prover:
                 if op in T.ELEMENTWISE and not T.ELEMENTWISE[op].finite_grad:
                     found.append(f"`{op}`")
 
+            def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
+                # `h / m` with a tensor `m`: the derivative is infinite where `m` is 0
+                if isinstance(n.operator, cst.Divide) and not prover.number(n.right)[0]:
+                    found.append(f"`/ {code(n.right)}`")
+                if isinstance(n.operator, cst.Power) and not (
+                        isinstance(n.right, cst.Integer) and int(n.right.value) >= 1):
+                    found.append(f"`** {code(n.right)}`")
+
         node.visit(V())
         return found
 
@@ -544,18 +613,24 @@ class Prover:
         if ca is not None and cb is not None and ca.base == cb.base:
             base = cst.Name(ca.base)
             if not self.is_tensor(base) and not self.is_float(base):
-                v.missing.append(f"`{ca.base}` is not provably a tensor")
+                why = f"`{ca.base}` is not provably a tensor"
+                self.checks[why] = f"isinstance({ca.base}, {code(self.torch('torch.Tensor'))})"
+                v.missing.append(why)
             if (ca.needs_float or cb.needs_float) and not self.is_float(base):
                 ops = ", ".join(dict.fromkeys(ca.ops + cb.ops))
-                v.missing.append(f"`{ca.base}` is not provably floating (needed for {ops} to keep its dtype)")
+                why = f"`{ca.base}` is not provably floating (needed for {ops} to keep its dtype)"
+                self.checks[why] = f"{ca.base}.is_floating_point()"
+                v.missing.append(why)
             bad = ca.bad_grad + cb.bad_grad
             if bad and not self.grad_off and can_guard and "`detach`" not in bad:
                 # every such op has a finite derivative at 1.0 (tests/test_gm1_tables.py)
                 v.guard = (ca.base, bool(ca.bad_grad), bool(cb.bad_grad))
                 bad = []
         else:
-            v.missing.append("the two branch values are not provably of the same shape and dtype "
-                             "(torch.where broadcasts and promotes silently)")
+            why = ("the two branch values are not provably of the same shape and dtype "
+                   "(torch.where broadcasts and promotes silently)")
+            self.checks[why] = SHAPES
+            v.missing.append(why)
             bad = self.bad_grad_ops(a) + self.bad_grad_ops(b)
         if bad and not self.grad_off:
             ops = ", ".join(dict.fromkeys(bad))

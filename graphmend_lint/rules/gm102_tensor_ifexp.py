@@ -5,7 +5,7 @@ from fixit import Invalid, Valid
 from libcst.metadata import PositionProvider
 
 from ..analysis import context
-from ..fixes import ifstmt, where
+from ..fixes import ifstmt, layerdrop, split, trap, where
 from . import base
 
 
@@ -45,7 +45,13 @@ class TensorIfExpRule(base.GraphMendRule):
     is a bare name (`y = x if c else x * 2`), `y` is the tensor `x` itself, so neither `x` nor `y`
     may be modified in place later (`x.add_(1)`, `x[0] = 0`, `x += 1`, `out=x`): `torch.where`
     makes a new tensor that the change no longer reaches.
-    Otherwise the fix is unsafe and the message says which proof is missing.
+    Otherwise the fix is unsafe and the message says which proof is missing (GM101's compile-only
+    form, which keeps the eager code, is made for statements; a ternary gets it when it is the whole
+    value of an assignment, see GM101).
+
+    A LayerDrop ternary (`skip_the_layer = True if self.training and (dropout_probability <
+    self.layerdrop) else False`, with `dropout_probability = torch.rand([])`) gets GM101's LayerDrop
+    fix: the test is decided while tracing when `layerdrop <= 0.0`, and breaks as before otherwise.
 
     ## When no fix is offered
     A value that is a Python number or `None` (`2.5 if c else 1`: `torch.where` would turn it into a
@@ -116,7 +122,11 @@ class TensorIfExpRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None or context.in_loop(node, self.parent):
             return
+        if split.is_fallback(self, node):
+            return  # the original, kept by a compile-only fix
         if not where.breaks_on(self.facts.function(func), node.test):
+            return
+        if layerdrop.fix(self, node, func, self.MESSAGE):
             return
         prover = where.Prover(self, node, func)
         cond, verdict = prover.condition(node.test)
@@ -130,9 +140,14 @@ class TensorIfExpRule(base.GraphMendRule):
         if verdict.refuse or cond is None:
             self.flag(node, f"{self.MESSAGE}; no fix: {verdict.refuse}", at=node.test)
             return
-        verdict.missing.extend(self._rebind_proofs(node, func))
+        for why in self._rebind_proofs(node, func):
+            verdict.missing.append(why)
+            if "grad_fn would show" in why and ".grad_fn`" not in why:  # printed, not read
+                prover.checks[why] = where.EAGER_ONLY
         replacement = prover.call("torch.where", cond, body, orelse).with_changes(
             lpar=node.lpar, rpar=node.rpar)
+        if verdict.missing and self._compile_only(node, prover, verdict, replacement):
+            return
         if verdict.missing:
             self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing)}",
                       at=node.test, replacement=replacement, safety=base.Safety.UNSAFE,
@@ -141,6 +156,30 @@ class TensorIfExpRule(base.GraphMendRule):
         how = " (double where: exact gradients)" if verdict.guard else ""
         self.flag(node, f"{self.MESSAGE}; fix: torch.where{how}", at=node.test, replacement=replacement,
                   safety=base.Safety.SAFE, needs_torch_import=prover.imports)
+
+    def _compile_only(self, node: cst.IfExp, prover, verdict, replacement) -> bool:
+        """`y = a if c else b` / `return a if c else b` on a line of its own: GM101's compile-only form,
+        with the line kept for eager as the `else:` block."""
+        parent = self.parent(node)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            small = cst.Assign(parent.targets, replacement)
+        elif isinstance(parent, cst.Return):
+            small = cst.Return(replacement)
+        else:
+            return False
+        line = trap.sole_line(parent, self.parent)
+        if line is None or parent.value is not node:
+            return False
+        sp = split.build(prover, line, verdict, [cst.SimpleStatementLine(body=[small])])
+        if sp.node is None:
+            return False
+        checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
+            if sp.checked else ""
+        head = f"{self.MESSAGE}; fix: torch.where under torch.compile only (eager runs the line unchanged){checks}"
+        safety = base.Safety.UNSAFE if sp.unchecked else base.Safety.SAFE
+        self.flag(line, f"{head}; unsafe: {'; '.join(sp.unchecked)}" if sp.unchecked else head, at=node.test,
+                  replacement=sp.node, safety=safety, needs_torch_import=prover.imports)
+        return True
 
     def _rebind_proofs(self, node: cst.IfExp, func: cst.FunctionDef) -> list[str]:
         """The ternary's value was one of its branch tensors (maybe the very object `x`); torch.where's

@@ -4,8 +4,10 @@
 SAFE GM101 fix writes `h = torch.where((c > 0).all(), h + 0.25, h)`: under no_grad the result never
 requires grad, so when the test is false the function now returns a detached `h` where the `if`
 returned the autograd-tracked one: gradients to `x` and the Linear weights are lost.
+Since issue #13 the fix is compile-only: eager runs the original, and the hazard shows in the
+compiled run of the UNSAFE fix (aot_eager), which the regression test checks.
 """
-UNSAFE_FIX_CHANGES_EAGER = True
+UNSAFE_FIX_CHANGES_COMPILED = True
 
 import torch
 from torch import nn

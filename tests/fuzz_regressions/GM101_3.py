@@ -4,8 +4,10 @@
 change of `h` (`h.add_(1)`) also changes `y`. `torch.where(c.sum() > 0, h, h * 2)` makes a new
 tensor, which the change no longer reaches: the output differs when the test is true. The fix must
 be UNSAFE (not applied by default).
+Since issue #13 the fix is compile-only: eager runs the original, and the hazard shows in the
+compiled run of the UNSAFE fix (aot_eager), which the regression test checks.
 """
-UNSAFE_FIX_CHANGES_EAGER = True
+UNSAFE_FIX_CHANGES_COMPILED = True
 
 import torch
 from torch import nn

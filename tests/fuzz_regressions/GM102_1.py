@@ -7,8 +7,10 @@ MulBackward0 -> WhereBackward0), and printing the tensor in eager mode shows it:
     value tensor([[...]], grad_fn=<WhereBackward0>)     after
 Anything that prints, logs or reads `h.grad_fn` after the fix sees the difference.
 Since issue #8 the GM102 fix is UNSAFE when the rebound name is observed later like this.
+Since issue #13 the fix is compile-only (eager runs the line unchanged) and SAFE: under
+torch.compile the printed value shows CompiledFunctionBackward either way. The oracle checks that
+eager prints stay identical.
 """
-UNSAFE_FIX_CHANGES_EAGER = True
 
 import torch
 from torch import nn

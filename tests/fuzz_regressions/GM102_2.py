@@ -3,8 +3,10 @@
 `y = h if c.sum() > 0 else h * 2` makes `y` the very tensor `h` when the test is true, so a later
 in-place change of `h` (`h[0] = 0`) also changes `y`; `torch.where` makes a new tensor that the
 change does not reach. The fix must be UNSAFE (not applied by default).
+Since issue #13 the fix is compile-only: eager runs the original, and the hazard shows in the
+compiled run of the UNSAFE fix (aot_eager), which the regression test checks.
 """
-UNSAFE_FIX_CHANGES_EAGER = True
+UNSAFE_FIX_CHANGES_COMPILED = True
 
 import torch
 from torch import nn

@@ -1,0 +1,108 @@
+"""LayerDrop: `if <static> and dropout_probability < self.layerdrop:` with `dropout_probability = torch.rand([])`.
+
+A draw of `torch.rand` lies in [0, 1), so `draw < p` is False whenever p <= 0.0, the default of
+every config that has a layerdrop. While Dynamo traces, `self.layerdrop` is a Python constant, so
+
+    if <static> and not (torch.compiler.is_compiling() and self.layerdrop <= 0.0) and draw < self.layerdrop:
+
+is decided at trace time when p <= 0.0 (no graph break), and is the original test otherwise, in eager
+always. The draw itself stays where it was, so eager's random numbers are the same. `draw <= p`
+and `draw > p` are not rewritten: a draw can be exactly 0.0, so their outcome at p = 0.0 is not known.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis import context
+from .safety import Safety
+from .where import code, flatten
+
+
+def _draw(rule, ff, node: cst.BaseExpression) -> bool:
+    """`node` is a name bound once in the function, to `torch.rand([])` (one element, one call)."""
+    if not isinstance(node, cst.Name) or node.value in ff.params:
+        return False
+    values = ff.assigned.get(node.value, [])
+    return bool(values) and all(_rand_call(rule, v) for v in values)
+
+
+def _rand_call(rule, call) -> bool:
+    if not isinstance(call, cst.Call) or rule.facts.bindings.qualify(call.func) != "torch.rand":
+        return False
+    if len(call.args) != 1 or call.args[0].keyword:
+        return False
+    size = call.args[0].value
+    return isinstance(size, (cst.List, cst.Tuple)) and not size.elements or \
+        isinstance(size, cst.Integer) and size.value == "1"
+
+
+def guarded(rule, ff, test: cst.BaseExpression) -> bool:
+    """A conjunct `not (is_compiling() ...)` comes before every tensor conjunct: under compile the
+    test stops there (`not is_compiling() and ...`), or it is a LayerDrop fix applied before."""
+    for part in flatten(test, cst.And):
+        if isinstance(part, cst.UnaryOperation) and isinstance(part.operator, cst.Not):
+            head = flatten(part.expression, cst.And)[0]
+            if context.is_compiling_check(head, rule.facts.bindings):
+                return True
+        if ff.value(part).kind != "static":
+            return False
+    return False
+
+
+def _probability(ff, node: cst.BaseExpression) -> bool:
+    """A name or attribute chain that is not a tensor (`self.layerdrop`, `self.config.layerdrop`)."""
+    probe = node
+    while isinstance(probe, cst.Attribute):
+        probe = probe.value
+    return isinstance(probe, cst.Name) and not ff.value(node).is_tensor
+
+
+def _draw_below(rule, ff, atom: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The probability `p` of an atom `draw < p` (or `p > draw`), else None."""
+    if not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
+        return None
+    op, right = atom.comparisons[0].operator, atom.comparisons[0].comparator
+    if isinstance(op, cst.LessThan) and _draw(rule, ff, atom.left) and _probability(ff, right):
+        return right
+    if isinstance(op, cst.GreaterThan) and _draw(rule, ff, right) and _probability(ff, atom.left):
+        return atom.left
+    return None
+
+
+def rewrite(rule, ff, test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, bool] | None:
+    """The test with the trace-time guard before its draw comparison, the probability's source, and
+    whether `import torch` must be added."""
+    parts = flatten(test, cst.And)
+    found = [(i, p) for i, p in enumerate(parts) if _draw_below(rule, ff, p) is not None]
+    if len(found) != 1:
+        return None
+    index, atom = found[0]
+    if any(ff.value(p).kind != "static" for i, p in enumerate(parts) if i != index):
+        return None  # another tensor test: the break stays either way
+    prob = code(_draw_below(rule, ff, atom))
+    is_compiling, needs = rule.spell("torch.compiler.is_compiling")
+    guard = f"not ({is_compiling}() and {prob} <= 0.0)"
+    texts = [code(p) for p in parts]
+    texts.insert(index, guard)
+    return cst.parse_expression(" and ".join(texts)), prob, needs
+
+
+def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef, message_head: str) -> bool:
+    """Flag `node` with the LayerDrop fix when its test has that form; False when it has not."""
+    if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
+        return False  # an elif chain: later tests would need the same care
+    if guarded(rule, rule.facts.function(func), node.test):
+        return True  # fixed already: decided while tracing when the probability is 0.0
+    got = rewrite(rule, rule.facts.function(func), node.test)
+    if got is None:
+        return False
+    test, prob, needs = got
+    rule.flag(node, f"{message_head}; {message(prob)}", at=node.test, replacement=node.with_changes(test=test),
+              safety=Safety.SAFE, needs_torch_import=needs)
+    return True
+
+
+def message(prob: str) -> str:
+    return (f"fix: while tracing, `{prob} <= 0.0` (the usual config) decides the test, as a draw of torch.rand "
+            f"is never below 0.0; eager runs the test unchanged. With `{prob}` > 0.0 the graph still breaks "
+            "here: the draw decides on every call which layers run")

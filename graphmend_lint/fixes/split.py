@@ -1,0 +1,313 @@
+"""GM1xx compile-only form: eager runs the user's `if` verbatim, Dynamo traces torch.where.
+
+    if torch.compiler.is_compiling() and <trace-time checks>:
+        <the torch.where form>
+    elif <the original test>:      # the original if/elif/else, unchanged
+        ...
+
+The checks are Python constants while Dynamo traces (`h.is_floating_point()`,
+`isinstance(self.limit, (int, float))`), so they add no graph break; under dynamic shapes a
+shape comparison becomes a guard. When the branch values are not provably of one shape and dtype,
+they are bound first and compared; a mismatch runs the original choice (a graph break, as before):
+
+    if torch.compiler.is_compiling():
+        y_if = <value of the `if` branch>
+        y_else = <value of the `else` branch>
+        if y_if.shape == y_else.shape and y_if.dtype == y_else.dtype:
+            y = torch.where(<test>, y_if, y_else)
+        else:
+            y = y_if if <test> else y_else
+    elif ...
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from ..analysis import context
+from . import where
+from .safety import Safety
+from .where import SHAPES, code
+
+
+@dataclass
+class Split:
+    node: cst.If | None = None  # the replacement, None when no compile-only form fits
+    unchecked: list[str] = field(default_factory=list)  # missing proofs no trace-time check covers
+    checked: list[str] = field(default_factory=list)  # the trace-time checks, as source
+
+
+def _fresh(taken: set[str], base: str) -> str:
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}{k}"
+    taken.add(name)
+    return name
+
+
+def _where_parts(prover: where.Prover, e: cst.BaseExpression) -> tuple | None:
+    """(cond, a, b) of `torch.where(cond, a, b)` whose values are no torch.where themselves (an elif)."""
+    if not (isinstance(e, cst.Call) and len(e.args) == 3 and prover.b.qualify(e.func) == "torch.where"):
+        return None
+    c, a, b = (arg.value for arg in e.args)
+    if any(isinstance(v, cst.Call) and prover.b.qualify(v.func) == "torch.where" for v in (a, b)):
+        return None
+    return c, a, b
+
+
+_SHAPE_ONLY = {"shape", "dtype", "device", "size", "dim", "ndim", "numel", "is_floating_point"}
+
+
+def _reads(prover: where.Prover, e: cst.CSTNode) -> dict[str, int]:
+    """Names (and `self.x` chains) whose values `e` reads, not counting the data argument of a
+    constructor (`torch.tensor(self.factors)` copies it, with no autograd link) or `.shape`-like reads."""
+    found: dict[str, int] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> bool:
+            if prover.b.qualify(n.func) in where.T.CONSTRUCTORS:
+                for a in n.args[1:]:
+                    a.value.visit(self)
+                return False
+            return True
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            if n.attr.value in _SHAPE_ONLY:
+                return False
+            name = where.dotted(n)
+            if name is not None and name.startswith("self."):
+                found[name] = found.get(name, 0) + 1
+            else:
+                n.value.visit(self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)  # not the keyword
+            return False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value not in ("self", "True", "False", "None") and prover.b.qualify(n) is None:
+                found[n.value] = found.get(n.value, 0) + 1
+
+    e.visit(V())
+    return found
+
+
+def one_sided(prover: where.Prover, node: cst.If, a: cst.BaseExpression, b: cst.BaseExpression) -> list[str]:
+    """torch.where gives a zero gradient to what only the untaken branch reads, where `if` gave none
+    (`.grad` stays None; optimizers with weight decay or momentum treat the two differently)."""
+    if prover.grad_off:
+        return []
+    ra, rb = _reads(prover, a), _reads(prover, b)
+    inside, everywhere = _reads(prover, node), _reads(prover, prover.func.body)
+    out = []
+    for name in sorted(set(ra) ^ set(rb)):
+        if everywhere.get(name, 0) <= inside.get(name, 0):
+            out.append(f"`{name}` is read in one branch only: torch.where gives it a zero gradient when that "
+                       "branch is not taken, where `if` gave none")
+    return out
+
+
+def _line(small: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(body=[small])
+
+
+def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return _line(cst.Assign([cst.AssignTarget(cst.Name(name))], value))
+
+
+def _test(parts: list[str], prover: where.Prover, node: cst.CSTNode) -> cst.BaseExpression:
+    """`a and b and c`, wrapped one operand a line in parentheses (as ruff format does) when
+    `if <test>:` would pass 88 columns."""
+    pos = prover.rule.get_metadata(PositionProvider, node, None)
+    col = pos.start.column if pos is not None else 0
+    flat = _and(parts)
+    if col + len(flat) + 4 <= 88 or len(parts) < 2:
+        return cst.parse_expression(flat)
+    parts = [q for p in parts for q in p.split(" and ")]  # the checks hold no nested `and`
+    text = "(\n" + "".join(f"    {'and ' if i else ''}{p}\n" for i, p in enumerate(parts)) + ")"
+    return cst.parse_expression(text)
+
+
+def _and(parts: list[str]) -> str:
+    return " and ".join(parts)
+
+
+def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If, missing: list[str]) -> list | None:
+    """Bind the branch values of the final torch.where statements and compare them while tracing."""
+    body: list = []
+    for st in stmts:
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and \
+                prover.b.qualify(small.value.func) == "torch.where":
+            break
+        if isinstance(small, cst.Return):
+            break
+        body.append(st)
+    results = stmts[len(body):]
+    cond_name = None
+    pairs: list[tuple[str | None, str, str, cst.BaseExpression]] = []  # (target, a, b, cond)
+    ret_tuple = False
+    for st in results:
+        small = st.body[0]
+        if isinstance(small, cst.Assign):
+            target = small.targets[0].target.value
+            values = [(target, small.value)]
+        elif isinstance(small, cst.Return) and isinstance(small.value, cst.Tuple):
+            ret_tuple = True
+            values = [(None, el.value) for el in small.value.elements]
+        elif isinstance(small, cst.Return):
+            values = [(None, small.value)]
+        else:
+            return None
+        for target, value in values:
+            parts = _where_parts(prover, value)
+            if parts is None:
+                return None
+            c, a, b = parts
+            pairs.append((target, a, b, c))
+            missing.extend(m for m in one_sided(prover, node, a, b) if m not in missing)
+    if not pairs:
+        return None
+    conds = {code(c) for *_, c in pairs}
+    if len(conds) != 1:
+        return None
+    cond = pairs[0][3]
+    cond_name = _fresh(taken, "cond")
+    body.append(_assign(cond_name, cond))
+    checks, where_stmts, fallback, outs_where, outs_fallback = [], [], [], [], []
+    for i, (target, a, b, _) in enumerate(pairs):
+        stem = target or "out"
+        names = []
+        for side, v in (("if", a), ("else", b)):
+            if isinstance(v, cst.Name):
+                names.append(v.value)
+                continue
+            n = _fresh(taken, f"{stem}_{side}")
+            body.append(_assign(n, v))
+            names.append(n)
+        x, y = names
+        for n, v in zip(names, (a, b)):
+            if not prover.is_tensor(v):
+                checks.append(f"isinstance({n}, {code(prover.torch('torch.Tensor'))})")
+        checks.append(f"{x}.shape == {y}.shape and {x}.dtype == {y}.dtype")
+        w = f"{code(prover.torch('torch.where'))}({cond_name}, {x}, {y})"
+        f = f"{x} if {cond_name} else {y}"
+        if target is not None:
+            where_stmts.append(f"{target} = {w}")
+            fallback.append(f"{target} = {f}")
+        else:
+            outs_where.append(w)
+            outs_fallback.append(f"({f})" if ret_tuple else f)
+    if outs_where:
+        sep = ", "
+        where_stmts.append(f"return {sep.join(outs_where)}")
+        fallback.append(f"return {sep.join(outs_fallback)}")
+    text = f"if {_and(dict.fromkeys(checks))}:\n" + "".join(f"    {s}\n" for s in where_stmts) + "else:\n" + \
+        "".join(f"    {s}\n" for s in fallback)
+    body.append(cst.parse_statement(text))
+    return body
+
+
+def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict: where.Verdict, replacement) -> Split:
+    """The compile-only form of the planned torch.where `replacement` for the `if` statement `node`
+    (or a statement line holding a ternary: it becomes the `else:` block)."""
+    out = Split()
+    setup_names = set(prover.local)
+    pre: list[str] = []
+    shapes = False
+    for why in verdict.missing:
+        check = prover.checks.get(why)
+        if check == where.EAGER_ONLY:
+            continue
+        if check is None or check != SHAPES and where.names_in(cst.parse_expression(check)) & setup_names:
+            out.unchecked.append(why)
+        elif check == SHAPES:
+            shapes = True
+        elif check not in pre:
+            pre.append(check)
+    pre.sort(key=lambda c: not c.startswith("isinstance("))  # a type test before `.is_floating_point()`
+    is_compiling, needs = prover.rule.spell("torch.compiler.is_compiling")
+    prover.imports = prover.imports or needs
+    if isinstance(replacement, cst.If):  # a static leading conjunct: `if <prefix>: <fix>`
+        stmts, prefix = list(replacement.body.body), replacement
+    else:
+        stmts, prefix = list(replacement), None
+    stmts = [s.with_changes(leading_lines=()) for s in stmts]  # the comments stay with the original
+    if shapes:
+        taken = set(prover.ff.assigned) | set(prover.ff.params) | where.names_in(prover.func)
+        bound = _shape_form(prover, stmts, taken, node, out.unchecked)
+        if bound is None:
+            out.unchecked.append("the branch values are not provably of the same shape and dtype, and this form "
+                                 "(an `elif` chain) cannot compare them while tracing")
+        else:
+            stmts = bound
+            out.checked.append("equal shapes and dtypes of the branch values")
+    out.checked = pre + out.checked
+    if prefix is not None:
+        stmts = [prefix.with_changes(body=cst.IndentedBlock(body=stmts), leading_lines=())]
+    test = _test([f"{is_compiling}()", *pre], prover, node)
+    original = node.with_changes(leading_lines=())
+    if not isinstance(original, cst.If):
+        original = cst.Else(body=cst.IndentedBlock(body=[original]))
+    out.node = cst.If(test=test, body=cst.IndentedBlock(body=stmts), orelse=original,
+                      leading_lines=node.leading_lines)
+    return out
+
+
+def _compiling_head(test: cst.BaseExpression, b) -> bool:
+    """`is_compiling()` or `is_compiling() and ...`: the head of a compile-only form."""
+    head = where.flatten(test, cst.And)[0]
+    return context.is_compiling_check(head, b)
+
+
+def is_fallback(rule, node: cst.CSTNode) -> bool:
+    """`node` is the original code kept by a compile-only form (`elif` after `if is_compiling() and
+    <checks>:`), or the choice it falls back to when the traced shapes differ: not reported again."""
+    b = rule.facts.bindings
+    if isinstance(node, cst.If) and node.orelse is not None and _compiling_head(node.test, b):
+        return True  # its `elif`/`else` arms run only when the head is False
+    shape_else = False
+    for child, up in context.ancestors(node, rule.parent):
+        if isinstance(up, cst.FunctionDef):
+            return False
+        if not isinstance(up, cst.If):
+            continue
+        if child is up.orelse and _compiling_head(up.test, b):
+            return True
+        if child is up.orelse and ".shape == " in code(up.test):
+            shape_else = True
+        elif shape_else and child is up.body and _compiling_head(up.test, b):
+            return True
+    return False
+
+
+def fix_if(rule, node: cst.If, func: cst.FunctionDef, at: cst.CSTNode, head: str) -> None:
+    """Flag a tensor `if` (GM101, GM104) with its torch.where fix: the short form when it is exact in
+    eager too, else the compile-only form (safe when every missing proof is checked while tracing)."""
+    from . import ifstmt
+
+    prover = where.Prover(rule, node, func)
+    verdict, replacement = ifstmt.plan(prover, node)
+    if verdict.refuse or replacement is None:
+        rule.flag(node, f"{head}; no fix: {verdict.refuse}", at=at)
+        return
+    if isinstance(replacement, list):
+        replacement = cst.FlattenSentinel(replacement)
+    if not verdict.missing:
+        how = " (double where: exact gradients)" if verdict.guard else ""
+        rule.flag(node, f"{head}; fix: torch.where{how}", at=at, replacement=replacement, safety=Safety.SAFE,
+                  needs_torch_import=prover.imports)
+        return
+    sp = build(prover, node, verdict, replacement.nodes if isinstance(replacement, cst.FlattenSentinel) else replacement)
+    checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
+        if sp.checked else ""
+    text = f"{head}; fix: torch.where under torch.compile only (eager runs the `if` unchanged){checks}"
+    if sp.unchecked:
+        rule.flag(node, f"{text}; unsafe: {'; '.join(sp.unchecked)}", at=at, replacement=sp.node,
+                  safety=Safety.UNSAFE, needs_torch_import=prover.imports)
+        return
+    rule.flag(node, text, at=at, replacement=sp.node, safety=Safety.SAFE, needs_torch_import=prover.imports)
