@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--unsafe-fixes", action="store_true", help="with --compare-fix, apply unsafe fixes too")
     v.add_argument("--fix-packages", action="store_true",
                    help="with --compare-fix, also fix copies of the installed packages that hold findings")
-    v.add_argument("--output-format", choices=["text", "json"], default="text")
+    v.add_argument("--output-format", choices=["text", "json"], default="text", help="report format (default: text)")
     v.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE", help="run a module (as python -m)")
     v.add_argument("script", nargs="?", help="the script to run; what follows it goes to the script")
     v.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
