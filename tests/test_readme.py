@@ -52,6 +52,9 @@ def test_the_pinned_commit_exists_and_has_the_hooks():
     hooks = git("show", f"{rev}:.pre-commit-hooks.yaml").stdout
     for hook in re.findall(r"- id: (graphmend-lint[\w-]*)", README):
         assert f"- id: {hook}\n" in hooks
+    if "graphmend-lint[lsp]" in README:  # the install line with the extra needs a commit that has it
+        assert "lsp = [" in git("show", f"{rev}:pyproject.toml").stdout
+        assert git("cat-file", "-e", f"{rev}:graphmend_lint/server.py").returncode == 0
 
 
 def test_no_unreleased_tag_is_named():
