@@ -122,13 +122,17 @@ def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
 def _test(parts: list[str], prover: where.Prover, node: cst.CSTNode) -> cst.BaseExpression:
     """`a and b and c`, wrapped one operand a line in parentheses (as ruff format does) when
     `if <test>:` would pass 88 columns."""
+    module = node
+    while module is not None and not isinstance(module, cst.Module):
+        module = prover.rule.parent(module)
+    step = module.default_indent if module is not None else "    "  # tabs in a tab-indented file
     pos = prover.rule.get_metadata(PositionProvider, node, None)
-    col = pos.start.column if pos is not None else 0
+    col = 4 * (pos.start.column // max(len(step), 1)) if pos is not None else 0  # as if indented by 4 spaces
     flat = _and(parts)
     if col + len(flat) + 4 <= 88 or len(parts) < 2:
         return cst.parse_expression(flat)
     parts = [q for p in parts for q in p.split(" and ")]  # the checks hold no nested `and`
-    text = "(\n" + "".join(f"    {'and ' if i else ''}{p}\n" for i, p in enumerate(parts)) + ")"
+    text = "(\n" + "".join(f"{step}{'and ' if i else ''}{p}\n" for i, p in enumerate(parts)) + ")"
     return cst.parse_expression(text)
 
 
@@ -208,8 +212,15 @@ def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If
         fallback.append(f"return {sep.join(outs_fallback)}")
     text = f"if {_and(dict.fromkeys(checks))}:\n" + "".join(f"    {s}\n" for s in where_stmts) + "else:\n" + \
         "".join(f"    {s}\n" for s in fallback)
-    body.append(cst.parse_statement(text))
+    body.append(cst.parse_statement(text).visit(_ModuleIndent()))
     return body
+
+
+class _ModuleIndent(cst.CSTTransformer):
+    """Parsed blocks take the file's own indentation (tabs, two spaces), not the four spaces parsed."""
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        return updated.with_changes(indent=None)
 
 
 def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict: where.Verdict, replacement) -> Split:
