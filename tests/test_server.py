@@ -102,8 +102,10 @@ def test_no_action_away_from_the_finding(client):
 
 
 def test_unsafe_fix_needs_the_setting(client):
-    src = ("import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n"
-           "        if x.sum() > 0:\n            x = x + 1\n        return x\n")
+    # unsafe even under compile: when the branch is not taken, `h.mul_` doubles the caller's tensor
+    src = ("import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, g, h):\n"
+           "        if g.sum() > 0:\n            h = torch.clamp(h, min=-1.0, max=1.0)\n        h.mul_(2)\n"
+           "        return g + h\n")
     everything = {"start": {"line": 0, "character": 0}, "end": {"line": 20, "character": 0}}
     req = {"textDocument": {"uri": client.uri}, "range": everything, "context": {"diagnostics": []}}
     diagnostics = open_doc(client, src)

@@ -119,7 +119,7 @@ def test_json_shape(fixed_run):
     for b in data["breaks"]:
         assert {"path", "line", "gb", "reason", "count", "finding", "fix"} <= set(b)
     assert {"runtime_breaks", "matched", "fixable"} <= set(data["summary"])
-    assert data["summary"]["fixable"] == 2  # the print and the tensor `if` have safe fixes; `.item()` none
+    assert data["summary"]["fixable"] == 3  # the print, the tensor `if` and the `if` in the loop; `.item()` none
     assert {"runtime_breaks", "graphs", "recompiles", "same_stdout"} <= set(data["after_fix"])
 
 
