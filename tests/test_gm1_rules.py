@@ -91,6 +91,12 @@ def findings(body: str, code: str = "GM101"):
     ("if (\n    mask is not None\n    and h.sum() > 0\n):\n    h = h * 2\nreturn h\n", "safe", ""),
     ("if h.sum() > 0:\n    self.proj.weight.data.zero_()\nreturn h\n", "none", "side effects"),
     ("if h.sum() > 0:\n    print(h)\nreturn h\n", "none", "side effects"),
+    # a print or warning in a branch is left out of the compiled form (GM2xx guards it the same way)
+    ("if h.sum() > 0:\n    print('big')\n    h = h * 2\nreturn h\n", "safe", "`print(...)` runs in eager only"),
+    ("if h.sum() > 0:\n    warnings.warn('big')\n    h = h * 2\nreturn h\n", "safe", "`warnings.warn(...)` runs"),
+    # ... but real state is not: torch.where would run the update on both sides
+    ("if h.sum() > 0:\n    self.count += 1\n    h = h * 2\nreturn h\n", "none", "side effects"),
+    ("if h.sum() > 0:\n    print(str(h))\n    self.n = 1\n    h = h * 2\nreturn h\n", "none", "side effects"),
 ])
 def test_gm101_proofs(body, safety, words):
     (f,) = findings(body)

@@ -343,6 +343,28 @@ def _comments(node: cst.If) -> list[cst.EmptyLine]:
     return [ln.with_changes(indent=True, whitespace=cst.SimpleWhitespace("")) for ln in out]
 
 
+LOGGED_IN_EAGER = "runs in eager only, as GM2xx guards it"
+
+
+def _without_logging(prover: where.Prover, v: Verdict, stmts: list) -> list:
+    """A branch's statements less its print/logging/warnings calls: under compile those do not run
+    (GM2xx guards them the same way), so they are left out of the compiled form. Eager keeps them:
+    the fix becomes compile-only. State changes (`self.count += 1`) stay and are refused later."""
+    shows = _After(prover.rule, (0, 0), prover.func).shows
+    kept = []
+    for s in stmts:
+        call = s.value if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) else None
+        how = shows(call) if call is not None else None
+        if how is None or how.startswith("formatted"):
+            kept.append(s)
+            continue
+        why = f"`{code(call.func)}(...)` {LOGGED_IN_EAGER}"
+        if why not in v.missing:
+            v.missing.append(why)
+        prover.checks[why] = where.EAGER_ONLY
+    return kept
+
+
 def plan(prover: where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | None]:
     rule, ff = prover.rule, prover.ff
     v = Verdict()
@@ -383,7 +405,11 @@ def plan(prover: where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | N
         conds.append(c)
 
     # each arm: setup assignments, then results (assignments) or a final return
-    bodies = [where.body_statements(body) for _, body in all_arms]
+    bodies = [_without_logging(prover, v, where.body_statements(body)) for _, body in all_arms]
+    if not any(bodies):
+        v.refuse = ("the branches hold only side effects that GM2xx guards (print, logging, warnings); "
+                    "guard the whole `if` with `not torch.compiler.is_compiling()` to keep it out of the graph")
+        return v, None
     has_else = all_arms[-1][0] is None
     returns = [bool(b) and isinstance(b[-1], cst.Return) for b in bodies]
     if any(returns) and not (all(returns) and has_else):

@@ -317,6 +317,9 @@ def fix_if(rule, node: cst.If, func: cst.FunctionDef, at: cst.CSTNode, head: str
     checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
         if sp.checked else ""
     text = f"{head}; fix: torch.where under torch.compile only (eager runs the `if` unchanged){checks}"
+    logged = [m for m in verdict.missing if m.endswith(ifstmt.LOGGED_IN_EAGER)]
+    if logged:
+        text += f"; {', '.join(logged)}"
     if sp.unchecked:
         rule.flag(node, f"{text}; unsafe: {'; '.join(sp.unchecked)}", at=at, replacement=sp.node,
                   safety=Safety.UNSAFE, needs_torch_import=prover.imports)

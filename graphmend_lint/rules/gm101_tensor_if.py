@@ -131,8 +131,12 @@ class TensorIfRule(base.GraphMendRule):
     and the message names the missing proof. `torch.where` also evaluates both branches, so an
     expensive branch is paid for on every compiled call.
 
+    A `print`, logging or `warnings` call in a branch is left out of the compiled form (under compile
+    it does not run, exactly as the GM2xx guard makes it) and stays in the eager code: the fix is then
+    compile-only, and the message names the call.
+
     ## When no fix is offered
-    Branches with side effects (calls, `+=`, prints, attribute stores) or calls of modules and user
+    Branches with other side effects (calls, `+=`, attribute stores) or calls of modules and user
     functions; indexing or other operations that may raise only in the untaken branch; a branch value
     that is a Python number or `None` (also a name an enclosing `if x is None` proves None, kept by a
     branch that does not set it); a test proved not 0-d or read as a Python value (`.item()`,
