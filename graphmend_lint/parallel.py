@@ -214,6 +214,17 @@ def project_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None 
     return _index(run, roots, summaries, s, cache, None)
 
 
+def facts_of(path: Path, s: Settings) -> FileFacts | None:
+    """The cross-file facts of one file named by an editor or `--stdin-filename` (its bases and
+    callers as the files on disk show them), or None when it is not on disk or cannot be indexed."""
+    try:
+        if not path.is_file():
+            return None
+        return project_facts([path], s).get(path)
+    except Exception:  # the index is an aid: the file is still linted on its own
+        return None
+
+
 # -- many files ----------------------------------------------------------------------------
 def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool = False,
                 jobs: int | None = None, use_cache: bool = True) -> list[runner.FileOutcome]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from . import __version__, docs, engine, runner, settings
+from . import __version__, docs, engine, parallel, runner, settings
 
 SOURCE = "graphmend-lint"
 
@@ -51,7 +51,7 @@ class Linter:
         found = settings.Discovery(adjust=lambda s: replace(s, fix_edits=True),  # fixes as text edits
                                    cwd=path.parent if path.parent.exists() else None)
         s = found.for_path(path)
-        out = runner.check_source(path, text.encode("utf-8"), s, write=False)
+        out = runner.check_source(path, text.encode("utf-8"), s, write=False, ext=parallel.facts_of(path, s))
         if out.error:
             self.results[uri] = ([], s)
             return [T.Diagnostic(_range(1, 0, 1, 0), out.error, severity=T.DiagnosticSeverity.Error,

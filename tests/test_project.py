@@ -272,3 +272,22 @@ def test_summaries_never_import(tmp_path):
     s = project.parse_summary(src)
     assert s["classes"] == {"A": ["B"]} and s["defs"]["A.forward"]["calls"] == ["helper"]
     assert project.parse_summary(b"def (:\n") is None
+
+
+def test_stdin_and_editor_see_cross_file_bases(tmp_path, monkeypatch, capsys):
+    """`--stdin-filename` (and the language server) lint the buffer with the bases on disk."""
+    import io
+
+    (tmp_path / "pyproject.toml").write_text("[tool.graphmend]\n")
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": "from torch import nn\n\n\nclass Base(nn.Module):\n    pass\n"})
+    source = "from .base import Base\n\n\nclass Enc(Base):" + textwrap.dedent(BREAKS).replace("\n", "\n    ")
+    (tmp_path / "pkg" / "enc.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(source.encode())))
+    assert main(["check", "--no-cache", "--stdin-filename", "pkg/enc.py", "-"]) == 1
+    assert [line.split(": ")[1].split()[0] for line in capsys.readouterr().out.splitlines() if ": GM" in line] \
+        == ["GM101", "GM201"]
+    from graphmend_lint.server import Linter
+
+    diagnostics, _, _ = Linter().lint((tmp_path / "pkg" / "enc.py").as_uri(), source)
+    assert sorted(d.code for d in diagnostics) == ["GM101", "GM201"]
