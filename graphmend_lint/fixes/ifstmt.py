@@ -343,6 +343,28 @@ def _comments(node: cst.If) -> list[cst.EmptyLine]:
     return [ln.with_changes(indent=True, whitespace=cst.SimpleWhitespace("")) for ln in out]
 
 
+RETURN_AFTER = "the `return` after the `if` stays the eager path"
+
+
+def _return_after(prover: where.Prover, v: Verdict, node: cst.If) -> list:
+    """`if c: return a` followed by `return b`: the `return b` is the `else` arm. The compiled form
+    returns `torch.where(c, a, b)`; eager keeps both statements (the fix is compile-only)."""
+    last = arms(node)[-1]
+    block = prover.rule.parent(node)
+    if last[0] is None or not isinstance(block, cst.IndentedBlock):
+        return []
+    if not all((b := where.body_statements(body)) and isinstance(b[-1], cst.Return) for _, body in arms(node)):
+        return []
+    i = next(k for k, st in enumerate(block.body) if st is node)
+    nxt = block.body[i + 1] if i + 1 < len(block.body) else None
+    if not (isinstance(nxt, cst.SimpleStatementLine) and len(nxt.body) == 1 and isinstance(nxt.body[0], cst.Return)
+            and nxt.body[0].value is not None):
+        return []
+    v.missing.append(RETURN_AFTER)
+    prover.checks[RETURN_AFTER] = where.EAGER_ONLY
+    return [(None, cst.IndentedBlock(body=[nxt]))]
+
+
 LOGGED_IN_EAGER = "runs in eager only, as GM2xx guards it"
 
 
@@ -368,7 +390,7 @@ def _without_logging(prover: where.Prover, v: Verdict, stmts: list) -> list:
 def plan(prover: where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | None]:
     rule, ff = prover.rule, prover.ff
     v = Verdict()
-    all_arms = arms(node)
+    all_arms = arms(node) + _return_after(prover, v, node)
     # a static leading conjunct of the first test stays a Python `if`
     parts = where.flatten(node.test, cst.And)
     n_static = 0
