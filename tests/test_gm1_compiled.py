@@ -19,7 +19,7 @@ from harness import load
 
 CASES = [c for c in fixture_cases() if c.parent.name.startswith("GM10") and "def make(" in c.read_text(encoding="utf-8")
          and c.with_name(c.stem + ".fixed.py").exists()]
-INDUCTOR = ["GM101/invalid_shape_mismatch.py", "GM101/invalid_unknown_dtype.py", "GM104/invalid_layerdrop_encoder.py"]
+INDUCTOR = ["GM101/invalid_shape_mismatch.py", "GM101/invalid_reduction_maybe_empty.py", "GM101/invalid_unknown_dtype.py", "GM104/invalid_layerdrop_encoder.py"]
 
 
 def _module(path, tag):
@@ -153,6 +153,21 @@ def test_dtype_check_falls_back_to_the_if():
         want, _, _ = _call(orig, (x,))
         got, _, breaks = _call(fixed, (x,), "aot_eager")
         assert _same(want, got, exact=True) and breaks == 1
+
+
+def test_empty_check_falls_back_to_the_if():
+    """An empty `h` fails `h.numel() > 0` while tracing: the `if` runs, whose test is False, and
+    `amax` (which raises on an empty tensor) never runs, as in eager."""
+    case = FIXTURES / "GM101" / "invalid_reduction_maybe_empty.py"
+    orig, _ = _make(case, "eo")
+    fixed, _ = _make(case.with_name(case.stem + ".fixed.py"), "ef")
+    args = (torch.randn(0, 4, requires_grad=True), torch.tensor(-10.0))
+    want, want_g, _ = _call(orig, args)
+    with pytest.raises(IndexError, match="non-zero size"):
+        orig.proj(args[0]).amax(dim=0)  # what torch.where alone would have run
+    for backend in ("aot_eager", "inductor"):
+        got, got_g, _ = _call(fixed, args, backend)
+        assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True)
 
 
 class _Dropping(torch.nn.Module):

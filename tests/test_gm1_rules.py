@@ -76,8 +76,15 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0:\n    h = h.detach()\nreturn h\n", "unsafe", "`detach`"),
     ("if h.sum() > 0:\n    h = h.masked_fill(mask, 0.0)\nreturn h\n", "unsafe", "`mask` is read in one branch only"),
     ("if h.sum() > 0 or h[0].sum() > 0:\n    h = h * 2\nreturn h\n", "none", "indexing"),
-    ("if h.sum() > 0 or h.std() > 1:\n    h = h * 2\nreturn h\n", "none", "warns"),
-    ("if h.sum() > 0 or h.amax() > 1:\n    h = h * 2\nreturn h\n", "none", "raises on an empty tensor"),
+    # a reduction that raises on an empty tensor (warns on one element) where `if` may not run it:
+    # the element count is a shape, checked while tracing
+    ("if h.sum() > 0 or h.std() > 1:\n    h = h * 2\nreturn h\n", "safe", "`h.numel() > 1`"),
+    ("if h.sum() > 0 or h.amax() > 1:\n    h = h * 2\nreturn h\n", "safe", "`h.numel() > 0`"),
+    ("if h.sum() > 0:\n    h = h - x.amax(dim=-1, keepdim=True)\nreturn h\n", "safe", "and x.numel() > 0`"),
+    # ... but a reduction over one dim warns on a size-1 dim, which the count does not show
+    ("if h.sum() > 0 or h.std(dim=-1).mean() > 1:\n    h = h * 2\nreturn h\n", "none", "warns"),
+    # ... and a value set in the branch cannot be checked before it
+    ("if h.sum() > 0:\n    z = h[1:] * 2\n    h = h - z.amax()\nreturn h\n", "none", "indexing"),
     ("if h.amax() > 1 or h.sum() > 0:\n    h = h * 2\nreturn h\n", "safe", ""),
     # the test already ran `h.amax()`: in the branch it cannot raise on an empty tensor
     ("if h.amax() > 1:\n    h = h - h.amax()\nreturn h\n", "safe", "under torch.compile only"),

@@ -340,7 +340,13 @@ class Prover:
 
             def visit_Call(self, n: cst.Call) -> None:
                 reason = prover.call_problem(n)
-                if reason:
+                empty = prover.empty_check(n) if reason else None
+                if empty is not None:  # raises only on an empty tensor: a shape, known while tracing
+                    why, check = empty
+                    prover.checks[why] = check
+                    if why not in v.missing:
+                        v.missing.append(why)
+                elif reason:
                     v.refuse = v.refuse or reason
                 if prover.b.qualify(n.func) in T.CONSTRUCTORS:
                     why, check = prover.tensor_data(n)
@@ -414,6 +420,23 @@ class Prover:
         if isinstance(call.func, cst.Attribute):
             return call.func.attr.value, call.func.value, list(call.args)
         return None, None, []
+
+    def empty_check(self, call: cst.Call) -> tuple[str, str] | None:
+        """`x.amax()` raises on an empty `x` (`x.std()` warns on one element): the element count is
+        a shape, a Python constant while Dynamo traces (sizes 0 and 1 are always specialized), so the
+        compile-only form can check it instead of refusing. (missing proof, check) or None."""
+        op, recv, rest = self._op_name(call)
+        name = dotted(recv) if recv is not None else None
+        if name is None or op not in T.RAISES_ON_EMPTY | T.WARNS_ON_EMPTY or op not in T.REDUCTIONS:
+            return None
+        if op in T.WARNS_ON_EMPTY and (rest or call.args and self.b.qualify(call.func) is None):
+            return None  # a reduction over one dim warns on a size-1 dim: not a count of elements
+        least = 1 if op in T.WARNS_ON_EMPTY else 0
+        check = f"{name}.numel() > {least}"
+        if not self.is_tensor(recv):
+            check = f"isinstance({name}, {code(self.torch('torch.Tensor'))}) and {check}"
+        verb = "warns on fewer than two elements" if least else "raises on an empty tensor"
+        return f"`{code(call.func)}` {verb} when its branch is not taken", check
 
     def call_problem(self, call: cst.Call) -> str | None:
         """Why this call may have side effects or raise; None when it cannot."""
