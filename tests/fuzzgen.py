@@ -84,8 +84,10 @@ VALUES = [
     "{t}.sigmoid(h)", "h * 0.5 + 1", "{t}.sqrt(h)", "{t}.log(h.abs() + 1)", "h.exp()", "h ** 2",
     "{t}.nan_to_num(h)", "h", "h.sum(-1, keepdim=True)", "h.double()", "h[0]", "h + 1.5",
     "{t}.zeros_like(h)", "{t}.ones_like(h) * 3",
+    # indexing and reductions that raise on some shapes or data (checked while tracing, index guards)
+    "h[:, :2]", "h[2]", "h - h.amax(dim=-1, keepdim=True)", "h - h.amin(dim=0, keepdim=True)",
 ]
-MODULE_VALUES = ["self.proj(h)", "helper(h)"]
+MODULE_VALUES = ["self.proj(h)", "helper(h)", "h[self.perm]", "h[self.far]"]
 WHERE_VALUES = ["h * 2", "h - 1", "-h", "h / 2", "h.abs()", "{t}.tanh(h)", "h.clamp(min=-1, max=1)", "h.relu()",
                 "{t}.sigmoid(h)", "h * 0.5 + 1", "h + 1.5", "{t}.nan_to_num(h)", "h", "h ** 2", "{t}.sqrt(h)"]
 STATIC_TESTS = [
@@ -447,6 +449,8 @@ def generate(c) -> Program:
     if is_module:
         out += ["", "class Model(nn.Module):", "    def __init__(self):", "        super().__init__()",
                 "        self.proj = nn.Linear(4, 4)", "        self.flag = True", "        self.calls = 0",
+                f"        self.register_buffer('perm', {t}.tensor([2, 0, 1]))",
+                f"        self.register_buffer('far', {t}.tensor([0, 7, 1]))  # out of range: raises if its branch runs",
                 f"        self.layerdrop = {c.pick(['0.0', '0.0', '1.5'])}",
                 "        self.log = logging.getLogger('fuzz.self')", "",
                 "    def scale_up(self, h):", "        return h * 3.0", "",

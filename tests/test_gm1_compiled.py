@@ -19,7 +19,7 @@ from harness import load
 
 CASES = [c for c in fixture_cases() if c.parent.name.startswith("GM10") and "def make(" in c.read_text(encoding="utf-8")
          and c.with_name(c.stem + ".fixed.py").exists()]
-INDUCTOR = ["GM101/invalid_shape_mismatch.py", "GM101/invalid_reduction_maybe_empty.py", "GM101/invalid_unknown_dtype.py", "GM104/invalid_layerdrop_encoder.py"]
+INDUCTOR = ["GM101/invalid_shape_mismatch.py", "GM101/invalid_branch_only_indexing.py", "GM101/invalid_reduction_maybe_empty.py", "GM101/invalid_unknown_dtype.py", "GM104/invalid_layerdrop_encoder.py"]
 
 
 def _module(path, tag):
@@ -168,6 +168,24 @@ def test_empty_check_falls_back_to_the_if():
     for backend in ("aot_eager", "inductor"):
         got, got_g, _ = _call(fixed, args, backend)
         assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True)
+
+
+def test_index_guard_untaken_and_other_shapes():
+    """The out-of-range index of the untaken branch is 0 under compile, so neither aot_eager (IndexError)
+    nor inductor (its bounds assert) raises; an index of another length gives rows of another shape,
+    and the trace-time shape check runs the original `if` (one break, the eager result)."""
+    case = FIXTURES / "GM101" / "invalid_branch_only_indexing.py"
+    orig, _ = _make(case, "xo")
+    fixed, _ = _make(case.with_name(case.stem + ".fixed.py"), "xf")
+    x = torch.randn(4, 3, requires_grad=True)
+    with pytest.raises(IndexError):
+        torch.where(torch.tensor(False), x[torch.tensor([9, 0, 1, 2])], x)  # torch.where alone
+    for idx, breaks in ((torch.tensor([9, 0, 1, 2]), 0), (torch.tensor([2, 1]), 1), (torch.tensor([2, 9]), 1)):
+        want, want_g, _ = _call(orig, (x, idx))
+        for backend in ("aot_eager", "inductor"):
+            got, got_g, n = _call(fixed, (x, idx), backend)
+            assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True), (backend, idx)
+            assert n == breaks, (backend, idx)
 
 
 class _Dropping(torch.nn.Module):

@@ -41,7 +41,15 @@ def findings(body: str, code: str = "GM101"):
     # `return` after the `if` is its else: the compiled path returns torch.where, eager keeps both
     ("if h.sum() > 0:\n    return torch.tanh(h)\nreturn h\n", "safe", "under torch.compile only"),
     ("if h.sum() > 0:\n    return torch.tanh(h)\nh = h + 1\nreturn h\n", "none", "`return` in some branches only"),
-    ("if h.sum() > 0:\n    return h * 2\nreturn h[5]\n", "none", "indexing"),
+    # indexing in a branch value: checked while tracing, a tensor index is 0 where not taken
+    ("if h.sum() > 0:\n    return h * 2\nreturn h[5]\n", "safe", "`h.shape[0] > 5`"),
+    ("if h.sum() > 0:\n    y = h[mask]\nelse:\n    y = h\nreturn y\n", "safe", "mask.dtype == torch.long"),
+    ("if h.sum() > 0:\n    y = h[:, -1:]\nelse:\n    y = h\nreturn y\n", "safe", "under torch.compile only"),
+    ("if h.sum() > 0:\n    y = h[..., mask]\nelse:\n    y = h\nreturn y\n", "none", "indexing"),
+    ("if h.sum() > 0:\n    y = h[mask.long()]\nelse:\n    y = h\nreturn y\n", "none", "indexing"),
+    ("if h.sum() > 0:\n    z = h[mask]\n    y = z * 2\nelse:\n    y = h\nreturn y\n", "none", "indexing"),
+    # basic indexing is a view: a later in-place change of `h` reached `y` through the branch
+    ("if h.sum() > 0:\n    y = h[:2]\nelse:\n    y = h * 2\nh.add_(1)\nreturn y\n", "unsafe", "modified in place"),
     ("if h.max() > 1:\n    h = h / 2\nreturn h\n", "safe", ""),
     ("if x.dtype == torch.float16 and torch.isinf(x).any():\n    x = torch.clamp(x, min=-1.0, max=1.0)\nreturn x\n",
      "safe", ""),

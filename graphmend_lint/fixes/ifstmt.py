@@ -148,6 +148,9 @@ def alias_of(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) \
             and expr.func.attr.value == "contiguous":
         return alias_of(expr.func.value)
+    if isinstance(expr, cst.Subscript) and all(
+            isinstance(el.slice, cst.Slice) or where._literal_int(el.slice.value) is not None for el in expr.slice):
+        return alias_of(expr.value)  # basic indexing: a view, it shares the storage
     return None
 
 
@@ -321,6 +324,9 @@ def _pairs(prover: where.Prover, v: Verdict, values: list, conds: list) -> list:
             base, on_true, on_false = pv.guard
             values = [where.guarded(prover, values[0], base, conds[0], True) if on_true else values[0],
                       where.guarded(prover, values[1], base, conds[0], False) if on_false else values[1]]
+    if single:
+        values = [where.index_guarded(prover, values[0], conds[0], True),
+                  where.index_guarded(prover, values[1], conds[0], False)]
     return values
 
 

@@ -88,6 +88,9 @@ def _reads(prover: where.Prover, e: cst.CSTNode) -> dict[str, int]:
             n.value.visit(self)  # not the keyword
             return False
 
+        def visit_SubscriptElement(self, n: cst.SubscriptElement) -> bool:
+            return False  # an index: an integer tensor or number, never differentiable
+
         def visit_Name(self, n: cst.Name) -> None:
             if n.value not in ("self", "True", "False", "None") and prover.b.qualify(n) is None:
                 found[n.value] = found.get(n.value, 0) + 1
@@ -140,7 +143,27 @@ def _and(parts: list[str]) -> str:
     return " and ".join(parts)
 
 
-def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If, missing: list[str]) -> list | None:
+class _Named(cst.CSTTransformer):
+    """The condition's source, wherever a branch value repeats it (a double-where guard), -> its name."""
+
+    def __init__(self, text: str, name: str) -> None:
+        self.text, self.name = text, name
+
+    def on_leave(self, original, updated):
+        if isinstance(original, cst.BaseExpression) and code(where.strip_parens(original)) == self.text:
+            return cst.Name(self.name)
+        return updated
+
+
+def _tensor_rooted(v: cst.BaseExpression, known: set[str]) -> bool:
+    """`v` is a name the head checked with isinstance(..., torch.Tensor), or indexes one."""
+    while isinstance(v, cst.Subscript):
+        v = v.value
+    return where.dotted(v) in known
+
+
+def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If, missing: list[str],
+                known: set[str] = frozenset()) -> list | None:
     """Bind the branch values of the final torch.where statements and compare them while tracing."""
     body: list = []
     for st in stmts:
@@ -182,6 +205,7 @@ def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If
     cond = pairs[0][3]
     cond_name = _fresh(taken, "cond")
     body.append(_assign(cond_name, cond))
+    named = _Named(code(where.strip_parens(cond)), cond_name)
     checks, where_stmts, fallback, outs_where, outs_fallback = [], [], [], [], []
     for i, (target, a, b, _) in enumerate(pairs):
         stem = target or "out"
@@ -191,11 +215,11 @@ def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If
                 names.append(v.value)
                 continue
             n = _fresh(taken, f"{stem}_{side}")
-            body.append(_assign(n, v))
+            body.append(_assign(n, v.visit(named)))
             names.append(n)
         x, y = names
         for n, v in zip(names, (a, b)):
-            if not prover.is_tensor(v):
+            if not prover.is_tensor(v) and not _tensor_rooted(v, known):
                 checks.append(f"isinstance({n}, {code(prover.torch('torch.Tensor'))})")
         checks.append(f"{x}.shape == {y}.shape and {x}.dtype == {y}.dtype")
         w = f"{code(prover.torch('torch.where'))}({cond_name}, {x}, {y})"
@@ -250,7 +274,11 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
     stmts = [s.with_changes(leading_lines=()) for s in stmts]  # the comments stay with the original
     if shapes:
         taken = set(prover.ff.assigned) | set(prover.ff.params) | where.names_in(prover.func)
-        bound = _shape_form(prover, stmts, taken, node, out.unchecked)
+        tensor = code(prover.torch("torch.Tensor"))
+        parts = [p for check in pre for p in check.split(" and ")]
+        known = {p[len("isinstance("):-len(f", {tensor})")] for p in parts
+                 if p.startswith("isinstance(") and p.endswith(f", {tensor})")}
+        bound = _shape_form(prover, stmts, taken, node, out.unchecked, known)
         if bound is None:
             out.unchecked.append("the branch values are not provably of the same shape and dtype, and this form "
                                  "(an `elif` chain) cannot compare them while tracing")

@@ -170,6 +170,50 @@ def guarded(prover: "Prover", value: cst.BaseExpression, base: str, cond: cst.Ba
     return value.visit(_Rename(base, inner))
 
 
+def _literal_int(node: cst.BaseExpression | None) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and \
+            isinstance(node.expression, cst.Integer):
+        return -int(node.expression.value, 0)
+    return None
+
+
+class _IndexZero(cst.CSTTransformer):
+    """In the subscripts of a branch value, tensor index `i` -> `torch.where(c, i, 0)` (or
+    `torch.where(c, 0, i)` in the `else` branch): the value where taken, a valid index elsewhere."""
+
+    def __init__(self, prover: "Prover", cond: cst.BaseExpression, taken_when_true: bool) -> None:
+        self.prover, self.cond, self.when_true = prover, cond, taken_when_true
+        self.names: list[set[str]] = []
+
+    def visit_Subscript(self, node: cst.Subscript) -> bool:
+        guard = self.prover.index_guard(node)
+        self.names.append(set(guard[0]) if guard else set())
+        return True
+
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.Subscript:
+        names = self.names.pop()
+        if not names:
+            return updated
+        elements = []
+        for el in updated.slice:
+            part = el.slice
+            if isinstance(part, cst.Index) and dotted(part.value) in names:
+                zero = cst.Integer("0")
+                args = (self.cond, part.value, zero) if self.when_true else (self.cond, zero, part.value)
+                part = part.with_changes(value=self.prover.call("torch.where", *args))
+            elements.append(el.with_changes(slice=part))
+        return updated.with_changes(slice=elements)
+
+
+def index_guarded(prover: "Prover", value: cst.BaseExpression, cond: cst.BaseExpression,
+                  taken_when_true: bool) -> cst.BaseExpression:
+    """`x[idx]` -> `x[torch.where(c, idx, 0)]`: the double-where idiom for an index that may be out
+    of range where its branch is not taken (torch.where computes both branches)."""
+    return value.visit(_IndexZero(prover, cond, taken_when_true))
+
+
 def strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:
     if getattr(node, "lpar", None):
         return node.with_changes(lpar=[], rpar=[])
@@ -313,14 +357,24 @@ class Prover:
         return False, None
 
     # -- purity and totality -----------------------------------------------------
-    def total(self, node: cst.BaseExpression) -> Verdict:
-        """Evaluating `node` has no side effects and cannot raise (refuse otherwise)."""
+    def total(self, node: cst.BaseExpression, value: bool = False) -> Verdict:
+        """Evaluating `node` has no side effects and cannot raise (refuse otherwise).
+
+        `value`: `node` is a branch value that the caller rewrites with `index_guarded` (the tensor
+        indices of its untaken branch become 0), so indexing it needs only the checks of `index_guard`."""
         v = Verdict()
         prover = self
 
         class Walk(cst.CSTVisitor):
             def visit_Subscript(self, n: cst.Subscript) -> None:
-                v.refuse = v.refuse or f"indexing `{code(n)}` may raise when its branch is not taken"
+                why = f"indexing `{code(n)}` may raise when its branch is not taken"
+                guard = prover.index_guard(n) if value else None
+                if guard is None:
+                    v.refuse = v.refuse or why
+                elif guard[1]:
+                    prover.checks[why] = " and ".join(guard[1])
+                    if why not in v.missing:
+                        v.missing.append(why)
 
             def visit_Lambda(self, n: cst.Lambda) -> bool:
                 v.refuse = v.refuse or "a lambda in a branch"
@@ -371,6 +425,41 @@ class Prover:
 
         node.visit(Walk())
         return v
+
+    def index_guard(self, n: cst.Subscript) -> tuple[list[str], list[str]] | None:
+        """`x[idx]`, `x[:, 0]`, `x[1:, idx]`: (the tensor indices, the trace-time checks under which the
+        indexing cannot raise once each tensor index is 0 where its branch is not taken), or None for
+        other forms. A tensor index must be a long tensor (not a mask, whose result shape depends on
+        the data) and the dim it indexes non-empty; an integer index within its dim's size."""
+        base = dotted(n.value)
+        if base is None or base.split(".")[0] in self.local or not n.slice:
+            return None
+        tensor = code(self.torch("torch.Tensor"))
+        checks = [] if self.is_tensor(n.value) else [f"isinstance({base}, {tensor})"]
+        names: list[str] = []
+        for d, el in enumerate(n.slice):
+            part = el.slice
+            if isinstance(part, cst.Slice):
+                for bound in (part.lower, part.upper, part.step):
+                    if bound is not None and _literal_int(bound) is None:
+                        return None
+                if part.step is not None and _literal_int(part.step) == 0:
+                    return None  # slice step cannot be zero
+                continue
+            k = _literal_int(part.value)
+            if k is not None:
+                checks.append(f"{base}.shape[{d}] > {k}" if k >= 0 else f"{base}.shape[{d}] >= {-k}")
+                continue
+            name = dotted(part.value)
+            if name is None or name in ("None", "True", "False") or name.split(".")[0] in self.local:
+                return None
+            is_t = "" if self.is_tensor(part.value) else f"isinstance({name}, {tensor}) and "
+            checks.append(f"{is_t}{name}.dtype == {code(self.torch('torch.long'))}")
+            checks.append(f"{base}.shape[{d}] > 0")
+            names.append(name)
+        if len(checks) == (0 if self.is_tensor(n.value) else 1):
+            return names, []  # slices with literal bounds: they cannot raise
+        return names, list(dict.fromkeys(checks))
 
     def _evaluated_first(self) -> set[str]:
         """Calls in the part of the test that always runs (before any `and`/`or`), as source."""
@@ -623,7 +712,7 @@ class Prover:
         if va.is_tensor and vb.is_tensor and va.dtype and vb.dtype and va.dtype != vb.dtype:
             v.refuse = f"the branch values have different dtypes ({va.dtype} vs {vb.dtype}): torch.where would promote"
             return v
-        v.add(self.total(a)).add(self.total(b))
+        v.add(self.total(a, value=can_guard)).add(self.total(b, value=can_guard))
         if v.refuse:
             return v
         if self.grad_off and any(isinstance(side, cst.Name) and not self._computed_without_grad(side.value)
