@@ -41,3 +41,9 @@ def expected_outputs(case: Path) -> dict[str, str]:
         out[f"{case.stem}.unsafe.fixed.py"] = unsafe
         out[f"{case.stem}.unsafe.patch"] = _patch(case.name, text, unsafe)
     return out
+
+
+def grad_off_fix(case: Path) -> bool:
+    """The safe fix's compiled form waits for gradients off (inference); with them on the `if` runs."""
+    findings = case.with_name(case.stem + ".findings.txt")
+    return findings.exists() and "with gradients on, the `if` runs as before" in findings.read_text(encoding="utf-8")

@@ -14,11 +14,13 @@ import warnings
 
 import pytest
 import torch
-from fixture_io import FIXTURES, fixture_cases
+from fixture_io import FIXTURES, fixture_cases, grad_off_fix
 from harness import load
 
 CASES = [c for c in fixture_cases() if c.parent.name.startswith("GM10") and "def make(" in c.read_text(encoding="utf-8")
          and c.with_name(c.stem + ".fixed.py").exists()]
+# fixes whose compiled form waits for gradients off (inference): with gradients on the `if` runs
+GRAD_OFF = [c for c in CASES if grad_off_fix(c)]
 INDUCTOR = ["GM101/invalid_shape_mismatch.py", "GM101/invalid_branch_only_indexing.py", "GM101/invalid_reduction_maybe_empty.py", "GM101/invalid_unknown_dtype.py", "GM104/invalid_layerdrop_encoder.py"]
 
 
@@ -112,6 +114,8 @@ def test_aot_eager_fixed_equals_eager_original(case):
         got, got_g, breaks = _call(fixed, args, "aot_eager")
         assert _same(want, got, exact=True), f"input {i}: compiled outputs differ from the eager original"
         assert _same(want_g, got_g, exact=True), f"input {i}: compiled gradients differ from the eager original"
+        if grad_off_fix(case):  # gradients on: the original `if` runs, with its breaks
+            expected = _call(orig, args, "aot_eager")[2]
         assert breaks == expected, f"input {i}: {breaks} graph breaks after the fix"
 
 
@@ -186,6 +190,36 @@ def test_index_guard_untaken_and_other_shapes():
             got, got_g, n = _call(fixed, (x, idx), backend)
             assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True), (backend, idx)
             assert n == breaks, (backend, idx)
+
+
+def test_one_sided_read_keeps_no_gradient():
+    """`self.gain` is read in one branch only: with gradients on the `if` runs, and the untaken
+    branch leaves `gain.grad` None, as in eager."""
+    case = FIXTURES / "GM101" / "invalid_one_sided_param.py"
+    orig, inputs = _make(case, "go")
+    fixed, _ = _make(case.with_name(case.stem + ".fixed.py"), "gf")
+    torch._dynamo.reset()
+    untaken = inputs[1][0].detach().requires_grad_()
+    torch.compile(fixed, backend="aot_eager")(untaken).sum().backward()
+    assert untaken.grad is not None and fixed.gain.grad is None
+
+
+def test_grad_off_cases_exist():
+    assert {c.name for c in GRAD_OFF} >= {"invalid_one_sided_param.py", "invalid_sqrt_in_elif_chain.py"}
+
+
+@pytest.mark.parametrize("case", GRAD_OFF, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_grad_off_form_compiles_in_one_graph(case):
+    """Under no_grad (inference) the compiled form runs: no break, the eager original's outputs."""
+    orig, inputs = _make(case, "no")
+    fixed, _ = _make(case.with_name(case.stem + ".fixed.py"), "nf")
+    for args in inputs:
+        args = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args)
+        for backend in ("aot_eager", "inductor"):
+            with torch.no_grad():
+                want, _, _ = _call(orig, args)
+                got, _, breaks = _call(fixed, args, backend)
+            assert _same(want, got, exact=backend == "aot_eager") and breaks == 0, backend
 
 
 class _Dropping(torch.nn.Module):

@@ -18,6 +18,7 @@ def test_gm1_rules_are_collected():
 
 HEAD = """
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 class M(nn.Module):
@@ -41,6 +42,10 @@ def findings(body: str, code: str = "GM101"):
     # `return` after the `if` is its else: the compiled path returns torch.where, eager keeps both
     ("if h.sum() > 0:\n    return torch.tanh(h)\nreturn h\n", "safe", "under torch.compile only"),
     ("if h.sum() > 0:\n    return torch.tanh(h)\nh = h + 1\nreturn h\n", "none", "`return` in some branches only"),
+    # softmax keeps the shape; a dim other than -1 or 0 may be out of range where not taken
+    ("if h.sum() > 0:\n    h = torch.softmax(h, dim=-1)\nreturn h\n", "safe", "fix: torch.where"),
+    ("if h.sum() > 0:\n    h = F.softplus(h) - 1\nreturn h\n", "safe", "fix: torch.where"),
+    ("if h.sum() > 0:\n    h = h.softmax(2)\nreturn h\n", "none", "dim out of range"),
     # indexing in a branch value: checked while tracing, a tensor index is 0 where not taken
     ("if h.sum() > 0:\n    return h * 2\nreturn h[5]\n", "safe", "`h.shape[0] > 5`"),
     ("if h.sum() > 0:\n    y = h[mask]\nelse:\n    y = h\nreturn y\n", "safe", "mask.dtype == torch.long"),
@@ -66,7 +71,7 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0:\n    y = h * 2\nreturn y\n", "none", "not provably bound"),
     ("if h.sum() > 0:\n    y = 1.0\nelse:\n    y = h\nreturn y\n", "none", "Python value"),
     ("if h.sum() > 0:\n    y = None\nelse:\n    y = h\nreturn y\n", "none", "Python value"),
-    ("if h.sum() > 0:\n    y = h / mask.sum()\nelse:\n    y = h\nreturn y\n", "unsafe", "`mask` is read in one branch only"),
+    ("if h.sum() > 0:\n    y = h / mask.sum()\nelse:\n    y = h\nreturn y\n", "safe", "`mask` is read in one branch only"),
     # compile-only forms: eager keeps the `if`, the compiled path checks shapes/dtypes while tracing
     ("if h.sum() > 0:\n    y = h.mean(0, keepdim=True)\nelse:\n    y = h\nreturn y\n", "safe",
      "under torch.compile only"),
@@ -76,13 +81,13 @@ def findings(body: str, code: str = "GM101"):
     ("d = torch.rand([])\nif d <= self.p:\n    h = h * 0\nreturn h\n", "none", "not provably 0-d"),
     ("if mask is None:\n    if h.sum() > 0:\n        mask = h > 0\nreturn h, mask\n", "none", "is None here"),
     ("if h.sum() > 0:\n    h = torch.exp(h)\nreturn h\n", "safe", "double where"),
-    ("if h.sum() > 0:\n    h = torch.exp(h)\nelif h.sum() < -1:\n    h = h * 2\nreturn h\n", "unsafe",
+    ("if h.sum() > 0:\n    h = torch.exp(h)\nelif h.sum() < -1:\n    h = h * 2\nreturn h\n", "safe",
      "infinite derivative"),
     # h comes from outside the no_grad block: the untaken `if` keeps its autograd history, where() does not
     ("with torch.no_grad():\n    if h.sum() > 0:\n        h = torch.exp(h)\nreturn h\n", "unsafe", "detaches"),
     ("with torch.no_grad():\n    g = h * 3\n    if g.sum() > 0:\n        g = torch.exp(g)\nreturn g\n", "safe", ""),
-    ("if h.sum() > 0:\n    h = h.detach()\nreturn h\n", "unsafe", "`detach`"),
-    ("if h.sum() > 0:\n    h = h.masked_fill(mask, 0.0)\nreturn h\n", "unsafe", "`mask` is read in one branch only"),
+    ("if h.sum() > 0:\n    h = h.detach()\nreturn h\n", "safe", "`detach`"),
+    ("if h.sum() > 0:\n    h = h.masked_fill(mask, 0.0)\nreturn h\n", "safe", "with gradients on, the `if` runs as before (`mask` is read in one branch only"),
     ("if h.sum() > 0 or h[0].sum() > 0:\n    h = h * 2\nreturn h\n", "none", "indexing"),
     # a reduction that raises on an empty tensor (warns on one element) where `if` may not run it:
     # the element count is a shape, checked while tracing
@@ -97,7 +102,7 @@ def findings(body: str, code: str = "GM101"):
     # the test already ran `h.amax()`: in the branch it cannot raise on an empty tensor
     ("if h.amax() > 1:\n    h = h - h.amax()\nreturn h\n", "safe", "under torch.compile only"),
     # ... but dividing by it has an infinite derivative where it is 0 (NaN gradients through torch.where)
-    ("if h.amax() > 1:\n    h = h / h.amax()\nreturn h\n", "unsafe", "`/ h.amax()` has an infinite derivative"),
+    ("if h.amax() > 1:\n    h = h / h.amax()\nreturn h\n", "safe", "`/ h.amax()` has an infinite derivative"),
     ("if torch.equal(h, x):\n    h = h * 2\nreturn h\n", "none", "Python value from tensor data"),
     ("if h.sum() > 0:\n    h = h * 2\nh += 1\nreturn h\n", "unsafe", "modified in place"),
     ("if h.sum() > 0:\n    h = h * 2\nh[0] = 1\nreturn h\n", "unsafe", "modified in place"),

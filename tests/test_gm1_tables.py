@@ -20,6 +20,11 @@ CALLS = {
     "leaky_relu": F.leaky_relu, "softsign": F.softsign, "detach": torch.detach, "clone": torch.clone,
     "contiguous": lambda x: x.contiguous(), "exp": torch.exp, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
     "masked_fill": lambda x: x.masked_fill(x > 0, 0), "log": torch.log, "log1p": torch.log1p, "reciprocal": torch.reciprocal, "pow": lambda x: torch.pow(x, 0.5),
+    "softplus": F.softplus, "mish": F.mish, "elu": F.elu, "selu": F.selu, "celu": F.celu, "hardswish": F.hardswish,
+    "hardsigmoid": F.hardsigmoid, "logsigmoid": F.logsigmoid, "relu6": F.relu6, "erf": torch.erf, "erfc": torch.erfc,
+    "atan": torch.atan, "tanhshrink": F.tanhshrink, "floor": torch.floor, "ceil": torch.ceil, "round": torch.round,
+    "trunc": torch.trunc, "square": torch.square, "expm1": torch.expm1, "sinh": torch.sinh,
+    "softmax": lambda x: torch.softmax(x, -1), "log_softmax": lambda x: F.log_softmax(x, dim=0),
 }
 FLOATS = {torch.float32, torch.float16, torch.bfloat16, torch.float64}
 
@@ -100,3 +105,15 @@ def test_double_where_guard_value_is_harmless(name):
         y = CALLS[name](x)
         (g,) = torch.autograd.grad(y.float().sum(), x)
         assert torch.isfinite(y).all() and torch.isfinite(g).all(), (name, dtype)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, op in T.ELEMENTWISE.items() if op.dim_arg))
+def test_dims_minus_one_and_zero_fit_every_rank(name):
+    """A dim of -1 or 0 is valid from 0-d up; others raise on tensors of too low rank."""
+    fn = getattr(torch, name)
+    for shape in ((), (3,), (2, 3), (2, 3, 4)):
+        x = torch.randn(shape)
+        for dim in (-1, 0):
+            assert fn(x, dim).shape == x.shape
+    with pytest.raises(IndexError):
+        fn(torch.randn(3), 1)

@@ -2,12 +2,13 @@
 fullgraph=True, NaN inputs behave alike, and the traps behind each refusal are real."""
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import libcst as cst
 import pytest
 import torch
-from fixture_io import FIXTURES
+from fixture_io import FIXTURES, grad_off_fix
 from harness import load, observe
 from libcst.metadata import MetadataWrapper, PositionProvider
 
@@ -114,19 +115,25 @@ def test_fixed_code_compiles_with_fullgraph(case):
     fn, inputs = _build(fixed, "fullgraph")
     torch._dynamo.reset()
     compiled = torch.compile(fn, fullgraph=True, backend="aot_eager")
+    mode = torch.no_grad() if grad_off_fix(case) else contextlib.nullcontext()  # its compiled form's mode
     try:
-        for args in inputs:
-            args = tuple(a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
-                         for a in args)
-            got, want = compiled(*args), fn(*args)
-            if not safe:
-                continue
-            got, want = (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple) else (want,))
-            for g, w in zip(got, want):
-                assert g.shape == w.shape and g.dtype == w.dtype
-                assert torch.allclose(g.float(), w.float(), rtol=1e-5, atol=1e-6, equal_nan=True)
+        with mode:
+            _compare(compiled, fn, inputs, safe)
     finally:
         torch._dynamo.reset()
+
+
+def _compare(compiled, fn, inputs, safe) -> None:
+    for args in inputs:
+        args = tuple(a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+                     for a in args)
+        got, want = compiled(*args), fn(*args)
+        if not safe:
+            continue
+        got, want = (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple) else (want,))
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            assert torch.allclose(g.float(), w.float(), rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
 def _nan_equal(a, b) -> bool:
@@ -149,25 +156,28 @@ def test_fp16_clamp_fix_on_nan_and_inf_inputs():
     assert not torch.isinf(fixed(big)[0]).any()
 
 
-def test_sqrt_trap_unsafe_fix_gives_nan_gradients():
-    """Why an `elif` chain with sqrt stays unsafe: the untaken sqrt branch poisons the gradient of the
-    compiled path (eager runs the `if` unchanged, so it stays exact)."""
+def test_sqrt_chain_compiles_with_gradients_off_only():
+    """An `elif` chain with sqrt: torch.where would give NaN gradients through the untaken sqrt
+    branch, so the compiled form runs with gradients off only; with them on, the chain runs and the
+    gradients stay the eager ones."""
     case = FIXTURES / "GM101" / "invalid_sqrt_in_elif_chain.py"
-    unsafe = _fixed(case, ".unsafe.fixed.py")
-    assert unsafe is not None and _fixed(case, ".fixed.py") is None
+    fixed_path = _fixed(case, ".fixed.py")
+    assert fixed_path is not None and "not torch.is_grad_enabled()" in fixed_path.read_text(encoding="utf-8")
     orig, _ = _build(case, "sqrt_o")
-    fixed, _ = _build(unsafe, "sqrt_f")
+    fixed, _ = _build(fixed_path, "sqrt_f")
     x = torch.tensor([[0.5, -0.5, 1.0, -1.0]], requires_grad=True)  # mean 0: no branch taken
-    o, f = observe(orig, (x,)), observe(fixed, (x,))
-    assert torch.equal(o.output, f.output) and all(torch.equal(a, b) for a, b in zip(o.grads, f.grads))
-    assert all(torch.isfinite(g).all() for g in o.grads)
+    o = observe(orig, (x,))
     torch._dynamo.reset()
     try:
         c = observe(torch.compile(fixed, backend="aot_eager"), (x,))
     finally:
         torch._dynamo.reset()
-    assert torch.equal(o.output, c.output)
-    assert not all(torch.isfinite(g).all() for g in c.grads)
+    assert torch.equal(o.output, c.output) and all(torch.equal(a, b) for a, b in zip(o.grads, c.grads))
+    assert all(torch.isfinite(g).all() for g in c.grads)
+    h = x.detach().clone().requires_grad_()  # what torch.where alone does under autograd
+    y = torch.where(h.mean() > 1, torch.sqrt(h), torch.where(h.mean() < -1, h * 2, h))
+    (g,) = torch.autograd.grad(y.sum(), h)
+    assert not torch.isfinite(g).all()
 
 
 def test_double_where_keeps_sqrt_gradients_exact():

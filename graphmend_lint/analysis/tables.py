@@ -52,12 +52,14 @@ class Op:
     dtype: "any" keeps x's dtype for every dtype; "float" keeps it for floating x only.
     finite_grad: the derivative is finite everywhere (so torch.where cannot produce NaN grads).
     raises: raises for some non-floating x (bool or int dtypes); never for floating x.
+    dim_arg: its number argument is a dim (softmax): only -1 and 0 are valid for every tensor.
     """
 
     shape: bool = True
     dtype: str = "float"
     finite_grad: bool = True
     raises: bool = False
+    dim_arg: bool = False
 
 
 ELEMENTWISE: dict[str, Op] = {
@@ -81,6 +83,17 @@ ELEMENTWISE: dict[str, Op] = {
     "exp": Op(finite_grad=False), "sqrt": Op(finite_grad=False), "rsqrt": Op(finite_grad=False),
     "log": Op(finite_grad=False), "log1p": Op(finite_grad=False), "reciprocal": Op(finite_grad=False),
     "pow": Op(finite_grad=False),
+    # activations that raise on int and bool tensors
+    "softplus": Op(raises=True), "mish": Op(raises=True), "elu": Op(raises=True), "selu": Op(raises=True),
+    "celu": Op(raises=True), "hardswish": Op(raises=True), "hardsigmoid": Op(raises=True),
+    "logsigmoid": Op(raises=True), "relu6": Op(dtype="any", raises=True),
+    # ints and bools become float32
+    "erf": Op(), "erfc": Op(), "atan": Op(), "tanhshrink": Op(raises=True),
+    # piecewise constant: zero derivative; keep ints, raise on bool
+    "floor": Op(dtype="any", raises=True), "ceil": Op(dtype="any", raises=True),
+    "round": Op(dtype="any", raises=True), "trunc": Op(dtype="any", raises=True),
+    "square": Op(), "expm1": Op(finite_grad=False), "sinh": Op(finite_grad=False),
+    "softmax": Op(raises=True, dim_arg=True), "log_softmax": Op(raises=True, dim_arg=True),
 }
 # Tensor constructors: no side effects, but they raise on bad arguments (ragged lists, bad sizes).
 CONSTRUCTORS = {"torch.tensor", "torch.as_tensor", "torch.zeros", "torch.ones", "torch.full", "torch.arange",

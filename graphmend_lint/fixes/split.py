@@ -37,6 +37,7 @@ class Split:
     node: cst.If | None = None  # the replacement, None when no compile-only form fits
     unchecked: list[str] = field(default_factory=list)  # missing proofs no trace-time check covers
     checked: list[str] = field(default_factory=list)  # the trace-time checks, as source
+    grad_only: list[str] = field(default_factory=list)  # why the compiled form waits for gradients off
 
 
 def _fresh(taken: set[str], base: str) -> str:
@@ -110,7 +111,8 @@ def one_sided(prover: where.Prover, node: cst.If, a: cst.BaseExpression, b: cst.
     for name in sorted(set(ra) ^ set(rb)):
         if everywhere.get(name, 0) <= inside.get(name, 0):
             out.append(f"`{name}` is read in one branch only: torch.where gives it a zero gradient when that "
-                       "branch is not taken, where `if` gave none")
+                       "branch is not taken, where `if` gave none (optimizers with momentum or weight decay "
+                       "then move it)")
     return out
 
 
@@ -162,9 +164,10 @@ def _tensor_rooted(v: cst.BaseExpression, known: set[str]) -> bool:
     return where.dotted(v) in known
 
 
-def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If, missing: list[str],
+def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If, grad: list[str],
                 known: set[str] = frozenset()) -> list | None:
-    """Bind the branch values of the final torch.where statements and compare them while tracing."""
+    """Bind the branch values of the final torch.where statements and compare them while tracing.
+    `grad` collects what holds only with gradients off (names read in one branch only)."""
     body: list = []
     for st in stmts:
         small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
@@ -196,7 +199,7 @@ def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If
                 return None
             c, a, b = parts
             pairs.append((target, a, b, c))
-            missing.extend(m for m in one_sided(prover, node, a, b) if m not in missing)
+            grad.extend(m for m in one_sided(prover, node, a, b) if m not in grad)
     if not pairs:
         return None
     conds = {code(c) for *_, c in pairs}
@@ -254,9 +257,13 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
     setup_names = set(prover.local)
     pre: list[str] = []
     shapes = False
+    grad_off: list[str] = []
     for why in verdict.missing:
         check = prover.checks.get(why)
         if check == where.EAGER_ONLY:
+            continue
+        if check == where.GRAD_OFF:
+            grad_off.append(why)
             continue
         if check is None or check != SHAPES and where.names_in(cst.parse_expression(check)) & setup_names:
             out.unchecked.append(why)
@@ -278,13 +285,18 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
         parts = [p for check in pre for p in check.split(" and ")]
         known = {p[len("isinstance("):-len(f", {tensor})")] for p in parts
                  if p.startswith("isinstance(") and p.endswith(f", {tensor})")}
-        bound = _shape_form(prover, stmts, taken, node, out.unchecked, known)
+        bound = _shape_form(prover, stmts, taken, node, grad_off, known)
         if bound is None:
             out.unchecked.append("the branch values are not provably of the same shape and dtype, and this form "
                                  "(an `elif` chain) cannot compare them while tracing")
         else:
             stmts = bound
             out.checked.append("equal shapes and dtypes of the branch values")
+    if grad_off:  # a Python constant while tracing (Dynamo guards on the grad mode)
+        grad_on, needs = prover.rule.spell("torch.is_grad_enabled")
+        prover.imports = prover.imports or needs
+        pre.append(f"not {grad_on}()")
+        out.grad_only = grad_off
     out.checked = pre + out.checked
     if prefix is not None:
         stmts = [prefix.with_changes(body=cst.IndentedBlock(body=stmts), leading_lines=())]
@@ -345,6 +357,8 @@ def fix_if(rule, node: cst.If, func: cst.FunctionDef, at: cst.CSTNode, head: str
     checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
         if sp.checked else ""
     text = f"{head}; fix: torch.where under torch.compile only (eager runs the `if` unchanged){checks}"
+    if sp.grad_only:
+        text += f"; with gradients on, the `if` runs as before ({'; '.join(sp.grad_only)})"
     logged = [m for m in verdict.missing if m.endswith(ifstmt.LOGGED_IN_EAGER)]
     if logged:
         text += f"; {', '.join(logged)}"

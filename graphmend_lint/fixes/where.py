@@ -25,6 +25,7 @@ SHAPES = "shapes"  # Prover.checks value: compare shapes and dtypes of the bound
 # compiled graph's grad_fn (CompiledFunctionBackward) either way, and a print guarded by
 # `if not is_compiling()` does not run there at all.
 EAGER_ONLY = "eager only"
+GRAD_OFF = "gradients off"  # holds with gradients off: the compiled form checks `not torch.is_grad_enabled()`
 SYMBOLS = {"Add": "`+`", "Subtract": "`-`", "Multiply": "`*`", "Divide": "`/`", "Power": "`**`"}
 
 
@@ -177,6 +178,13 @@ def _literal_int(node: cst.BaseExpression | None) -> int | None:
             isinstance(node.expression, cst.Integer):
         return -int(node.expression.value, 0)
     return None
+
+
+def _any_tensor_dims(args: list[cst.Arg]) -> bool:
+    """`softmax(x, -1)`, `x.softmax(dim=0)`: one dim argument, -1 or 0, valid for a tensor of any
+    rank (a 0-d one included)."""
+    return len(args) == 1 and not args[0].star and (args[0].keyword is None or args[0].keyword.value == "dim") \
+        and _literal_int(args[0].value) in (-1, 0)
 
 
 class _IndexZero(cst.CSTTransformer):
@@ -534,10 +542,12 @@ class Prover:
             return None  # checked with its attribute (see number())
         if q in ("torch.logical_and", "torch.logical_or", "torch.logical_not") or q in T.CONSTRUCTORS:
             return None  # constructors: see total(), which makes their arguments a missing proof
-        op, recv, _ = self._op_name(call)
+        op, recv, rest = self._op_name(call)
         name = code(call.func)
         if op is None or recv is None:
             return f"`{name}(...)` may have side effects: torch.where runs both branches"
+        if op in T.ELEMENTWISE and T.ELEMENTWISE[op].dim_arg and not _any_tensor_dims(rest):
+            return f"`{name}` raises on a dim out of range when its branch is not taken"
         if op in T.ELEMENTWISE:
             return None  # dtype-dependent raising: see total(), which makes it a missing proof
         if op in T.PREDICATES or op in CAST_OK:
@@ -664,6 +674,8 @@ class Prover:
             if inner is None:
                 return None
             e = T.ELEMENTWISE[op]
+            if e.dim_arg and not _any_tensor_dims(rest):
+                return None
             inner.needs_float = inner.needs_float or e.dtype == "float" or e.raises
             inner.ops.insert(0, f"`{op}`")
             if not e.finite_grad:
@@ -746,6 +758,8 @@ class Prover:
             bad = self.bad_grad_ops(a) + self.bad_grad_ops(b)
         if bad and not self.grad_off:
             ops = ", ".join(dict.fromkeys(bad))
-            v.missing.append(f"{ops} has an infinite derivative somewhere: under autograd torch.where gives NaN "
-                             "gradients where the untaken branch's derivative is infinite (or run it under no_grad)")
+            why = (f"{ops} has an infinite derivative somewhere: under autograd torch.where gives NaN "
+                   "gradients where the untaken branch's derivative is infinite (or run it under no_grad)")
+            self.checks[why] = GRAD_OFF
+            v.missing.append(why)
         return v

@@ -102,21 +102,27 @@ class TensorIfRule(base.GraphMendRule):
       form checks `x.is_floating_point()`, `isinstance(x, torch.Tensor)` and the bound values'
       shapes and dtypes while tracing;
     - (compiled) everything now evaluated in both branches (values, hoisted setup, every test of an
-      `and`/`or` or `elif`) is free of side effects and cannot raise (no indexing, no calls of
-      modules or user functions, `torch.finfo` only on a floating dtype, which the compile-only form
-      checks, no division by a possible zero, constructors only on arguments proved valid:
+      `and`/`or` or `elif`) is free of side effects and cannot raise (no calls of modules or user
+      functions, `torch.finfo` only on a floating dtype, which the compile-only form checks, no
+      division by a possible zero; a reduction that raises on an empty tensor, `x.amax()`, only
+      with `x.numel() > 0` checked while tracing, a shape; indexing a branch value only as below;
+      constructors only on arguments proved valid:
       `torch.tensor(self.factors, dtype=..., device=x.device)` is checked while tracing with
       `isinstance(self.factors, (list, tuple)) and all(isinstance(v, (int, float)) for v in
       self.factors)`, which is how Phi-3's LongRoPE factor choice gets a safe fix);
-    - (compiled) what only one branch reads is read elsewhere too: `torch.where` gives it a zero
-      gradient when that branch is not taken, where `if` gave none (`.grad` stays None; optimizers
-      with weight decay or momentum treat the two differently);
-    - (compiled) every op has a finite derivative everywhere, or the code runs under `no_grad` /
-      `inference_mode`: `torch.where(c, sqrt(x), x)` gives NaN gradients where `if` gave none.
-      With a single condition the fix instead guards the input of such ops ("double where":
+    - (compiled, or with gradients off) what only one branch reads is read elsewhere too:
+      `torch.where` gives it a zero gradient when that branch is not taken, where `if` gave none
+      (`.grad` stays None; optimizers with weight decay or momentum treat the two differently);
+    - (compiled, or with gradients off) every op has a finite derivative everywhere:
+      `torch.where(c, sqrt(x), x)` gives NaN gradients where `if` gave none. With a single condition
+      the fix instead guards the input of such ops ("double where":
       `torch.where(c, torch.sqrt(torch.where(c, x, 1.0)), x)`), which gives bit-identical values and
-      gradients (measured for every such op in the table, float32 and float16); in `elif` chains the
-      fix stays unsafe;
+      gradients (measured for every such op in the table, float32 and float16);
+    - when either of the last two is not proved (an `elif` chain over `sqrt`, a parameter read in
+      one branch only), the compiled form also checks `not torch.is_grad_enabled()`, a constant
+      while tracing (Dynamo guards on the grad mode): under `no_grad` / `inference_mode` it runs in
+      one graph, and with gradients on the original `if` runs as before, break included; the
+      message says so;
     - (compiled) under `no_grad`, a branch that passes a name on unchanged needs that name to be
       computed inside the `no_grad` region: `if` hands on the tensor with its autograd history,
       while `torch.where` there returns a new tensor that never requires grad;
@@ -131,22 +137,36 @@ class TensorIfRule(base.GraphMendRule):
     and the message names the missing proof. `torch.where` also evaluates both branches, so an
     expensive branch is paid for on every compiled call.
 
+    Indexing a branch value (`x[idx]`, `x[:, 0]`, `x[1:, idx]`) may raise where its branch is not
+    taken. The compiled form uses the double-where idiom on the index: a tensor index becomes
+    `torch.where(cond, idx, 0)` in the `if` branch (`torch.where(cond, 0, idx)` in the `else`
+    branch), the same rows where the branch is taken and a valid index where it is not, behind
+    trace-time checks that the index is a long tensor (a boolean mask would change the result's
+    shape with the data) and that the dim it indexes is not empty; an integer index is checked
+    against its dim's size. Slices with literal bounds cannot raise. Basic indexing is a view, so a
+    later in-place change of the indexed tensor keeps the fix unsafe. On CPU, both aot_eager (an
+    IndexError) and Inductor (its bounds assertion) raise on the unguarded form; the guarded one
+    runs in one graph.
+
     A `print`, logging or `warnings` call in a branch is left out of the compiled form (under compile
     it does not run, exactly as the GM2xx guard makes it) and stays in the eager code: the fix is then
     compile-only, and the message names the call.
 
     ## When no fix is offered
     Branches with other side effects (calls, `+=`, attribute stores) or calls of modules and user
-    functions; indexing or other operations that may raise only in the untaken branch; a branch value
+    functions; indexing in a hoisted setup statement, with `...`/`None`, or by an expression other
+    than a name; other operations that may raise only in the untaken branch; a branch value
     that is a Python number or `None` (also a name an enclosing `if x is None` proves None, kept by a
     branch that does not set it); a test proved not 0-d or read as a Python value (`.item()`,
     `torch.equal`); `return` in some branches only (an `if` whose arms all return and that is
     followed by `return <value>` is fixed: that `return` is its `else`); a static test after a tensor test. For branches
     that call modules, `torch.cond(pred, true_fn, false_fn, operands)` under `is_compiling()` is the
     manual way out when both branches are free of side effects and mutation and return tensors of
-    equal shape and dtype; it is not offered because the untaken branch's parameters get zero
-    gradients instead of None, and Dynamo traces both branches (an error in the untaken one
-    surfaces). `if`-chains with a `raise` in an arm are left to GM3xx, and an `if` inside a Python
+    equal shape and dtype; it is not offered: measured on torch 2.13 CPU, the untaken branch's
+    parameters get zero gradients instead of None (as with `torch.where`), Dynamo traces both
+    branches, and what it cannot capture is a hard error, not a graph break (an input returned as
+    it is, outputs of different shapes under autograd or of different dtypes, a data-dependent op
+    such as `x[mask]` or `x[i]` with a 0-d index, a `print`, a BatchNorm updating its statistics). `if`-chains with a `raise` in an arm are left to GM3xx, and an `if` inside a Python
     loop to GM104.
     """
 
