@@ -137,6 +137,8 @@ class TensorIfExpRule(base.GraphMendRule):
                 name, on_true, on_false = verdict.guard
                 body = where.guarded(prover, body, name, cond, True) if on_true else body
                 orelse = where.guarded(prover, orelse, name, cond, False) if on_false else orelse
+            # a tensor index is 0 where its branch is not taken (pair() took it on that condition)
+            body, orelse = where.index_guarded(prover, body, cond, True), where.index_guarded(prover, orelse, cond, False)
         if verdict.refuse or cond is None:
             self.flag(node, f"{self.MESSAGE}; no fix: {verdict.refuse}", at=node.test)
             return
