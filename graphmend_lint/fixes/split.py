@@ -223,9 +223,12 @@ class _ModuleIndent(cst.CSTTransformer):
         return updated.with_changes(indent=None)
 
 
-def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict: where.Verdict, replacement) -> Split:
+def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict: where.Verdict, replacement,
+          shape_form=None) -> Split:
     """The compile-only form of the planned torch.where `replacement` for the `if` statement `node`
-    (or a statement line holding a ternary: it becomes the `else:` block)."""
+    (or a statement line holding a ternary: it becomes the `else:` block). `shape_form` binds and
+    compares the branch values when that is needed (default: `_shape_form`, for statements whose
+    value is the torch.where)."""
     out = Split()
     setup_names = set(prover.local)
     pre: list[str] = []
@@ -250,7 +253,7 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
     stmts = [s.with_changes(leading_lines=()) for s in stmts]  # the comments stay with the original
     if shapes:
         taken = set(prover.ff.assigned) | set(prover.ff.params) | where.names_in(prover.func)
-        bound = _shape_form(prover, stmts, taken, node, out.unchecked)
+        bound = (shape_form or _shape_form)(prover, stmts, taken, node, out.unchecked)
         if bound is None:
             out.unchecked.append("the branch values are not provably of the same shape and dtype, and this form "
                                  "(an `elif` chain) cannot compare them while tracing")

@@ -5,7 +5,7 @@ from fixit import Invalid, Valid
 from libcst.metadata import PositionProvider
 
 from ..analysis import context
-from ..fixes import ifstmt, layerdrop, split, trap, where
+from ..fixes import ifstmt, layerdrop, nested, split, trap, where
 from . import base
 
 
@@ -146,10 +146,14 @@ class TensorIfExpRule(base.GraphMendRule):
                 prover.checks[why] = where.EAGER_ONLY
         replacement = prover.call("torch.where", cond, body, orelse).with_changes(
             lpar=node.lpar, rpar=node.rpar)
-        if verdict.missing and self._compile_only(node, prover, verdict, replacement):
-            return
+        no_split = None
         if verdict.missing:
-            self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing)}",
+            no_split = self._compile_only(node, func, prover, verdict, replacement)
+            if no_split is None:
+                return
+        if verdict.missing:
+            why = f" (no compile-only form: {no_split})" if no_split else ""
+            self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing)}{why}",
                       at=node.test, replacement=replacement, safety=base.Safety.UNSAFE,
                       needs_torch_import=prover.imports)
             return
@@ -157,29 +161,31 @@ class TensorIfExpRule(base.GraphMendRule):
         self.flag(node, f"{self.MESSAGE}; fix: torch.where{how}", at=node.test, replacement=replacement,
                   safety=base.Safety.SAFE, needs_torch_import=prover.imports)
 
-    def _compile_only(self, node: cst.IfExp, prover, verdict, replacement) -> bool:
+    def _compile_only(self, node: cst.IfExp, func, prover, verdict, replacement) -> str | None:
         """`y = a if c else b` / `return a if c else b` on a line of its own: GM101's compile-only form,
-        with the line kept for eager as the `else:` block."""
+        with the line kept for eager as the `else:` block; a ternary inside a larger expression of the
+        statement: fixes/nested.py. None when flagged, else why no compile-only form fits ("" unsaid)."""
         parent = self.parent(node)
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and \
+                isinstance(parent.targets[0].target, cst.Name) and parent.value is node:
             small = cst.Assign(parent.targets, replacement)
-        elif isinstance(parent, cst.Return):
+        elif isinstance(parent, cst.Return) and parent.value is node:
             small = cst.Return(replacement)
         else:
-            return False
+            return nested.fix(self, node, func, prover, verdict, replacement, self.MESSAGE)
         line = trap.sole_line(parent, self.parent)
-        if line is None or parent.value is not node:
-            return False
+        if line is None:
+            return ""
         sp = split.build(prover, line, verdict, [cst.SimpleStatementLine(body=[small])])
         if sp.node is None:
-            return False
+            return ""
         checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
             if sp.checked else ""
         head = f"{self.MESSAGE}; fix: torch.where under torch.compile only (eager runs the line unchanged){checks}"
         safety = base.Safety.UNSAFE if sp.unchecked else base.Safety.SAFE
         self.flag(line, f"{head}; unsafe: {'; '.join(sp.unchecked)}" if sp.unchecked else head, at=node.test,
                   replacement=sp.node, safety=safety, needs_torch_import=prover.imports)
-        return True
+        return None
 
     def _rebind_proofs(self, node: cst.IfExp, func: cst.FunctionDef) -> list[str]:
         """The ternary's value was one of its branch tensors (maybe the very object `x`); torch.where's
