@@ -105,9 +105,11 @@ class Site:
                 raise Refused("it sits in a chained comparison (later operands are evaluated only sometimes)")
             if isinstance(up.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
                 raise Refused("its value is compared by identity or membership")
-        if isinstance(up, (cst.Set, cst.Dict, cst.DictElement, cst.StarredDictElement, cst.StarredElement,
-                           cst.Slice, cst.NamedExpr, cst.Await, cst.Yield)):
-            raise Refused(f"it sits in a {type(up).__name__}")
+        for kind, text in ((cst.NamedExpr, "a walrus (`:=`)"), (cst.Await, "`await`"), (cst.Yield, "`yield`"),
+                           (cst.StarredElement, "a starred element"), (cst.Slice, "a slice"),
+                           ((cst.Set, cst.Dict, cst.DictElement, cst.StarredDictElement), "a set or dict display")):
+            if isinstance(up, kind):
+                raise Refused(f"it sits in {text}")
         if isinstance(up, cst.Arg) and (up.star or (up.keyword is not None and up.keyword.value == "out")):
             raise Refused("it is a star or `out=` argument")
         if isinstance(up, cst.Call) and child is up.func and not isinstance(child, cst.Attribute):
@@ -217,9 +219,13 @@ class Site:
 
 def _trivial(prover: where.Prover, e: cst.BaseExpression) -> bool:
     """Evaluating `e` earlier or later gives the same object: a constant, a local name (nothing in an
-    expression without `:=` rebinds it) or an imported name (`torch.float32`)."""
-    if isinstance(e, _LITERALS) or isinstance(e, cst.Name):
+    expression without `:=` rebinds it; a global could be rebound by a call) or an imported name
+    (`torch.float32`)."""
+    if isinstance(e, _LITERALS):
         return True
+    if isinstance(e, cst.Name):
+        return e.value in prover.ff.params or e.value in prover.ff.assigned or e.value in ("True", "False", "None") \
+            or prover.b.qualify(e) is not None
     if isinstance(e, cst.UnaryOperation) and isinstance(e.expression, _LITERALS):
         return True
     return isinstance(e, cst.Attribute) and prover.b.qualify(e) is not None
