@@ -228,6 +228,9 @@ def test_ifexp_shown_directly():
     ("y = self.proj(h) + (x if x.sum() > 0 else h)\nreturn y\n", "safe",
      "`self.proj(h)` evaluated first, in order"),
     ("y = h * 2 + (x if x.sum() > 0 else h)\nreturn y\n", "safe", "equal shapes and dtypes"),
+    # a test that may change state (a module call): the pure `self.buf * 2` before it is bound too
+    ("y = self.buf * 2 + (x if self.tick(h).sum() > 0 else h)\nreturn y\n", "safe",
+     "`self.buf * 2` evaluated first, in order"),
     # refused: the in-place torch.where stays, unsafe
     ("y = mask and (x if x.sum() > 0 else -x)\nreturn y\n", "unsafe", "`and`/`or` operand"),
     ("y = (x * 2 if x.sum() > 0 else -x) if h.mean() > 0 else h\nreturn y\n", "unsafe",

@@ -11,20 +11,27 @@ becomes (eager keeps the line verbatim, as the `else:` block):
 
 The compiled line evaluates every other part of the statement once, in the original order: the
 ternary is replaced where it stands. When the branch values must be compared while tracing, they are
-bound before the statement, and so is everything the statement evaluates before the ternary that is
-not a plain name or a constant (in order: `self.proj(x)` above, a module call, may draw random
-numbers or run hooks, and must run before the test and the branch values as it did):
+bound before the statement; so is everything the statement evaluates before the ternary that is not
+a local or imported name or a constant, up to the last part that may have effects, in order. A module
+call such as `self.proj(x)` may draw random numbers (dropout), run hooks or change state the test
+reads: it must still run before the test and the branch values do.
+
+    y = self.proj(x) + (h if h.norm() > 1 else h.mean(0, keepdim=True))
 
     if torch.compiler.is_compiling():
         y_part = self.proj(x)
         cond = h.norm() > 1
-        y_else = h * 0.5
+        y_else = h.mean(0, keepdim=True)
         if h.shape == y_else.shape and h.dtype == y_else.dtype:
             y = y_part + (torch.where(cond, h, y_else))
         else:
             y = y_part + (h if cond else y_else)
     else:
-        y = self.proj(x) + (h if h.norm() > 1 else h * 0.5)
+        y = self.proj(x) + (h if h.norm() > 1 else h.mean(0, keepdim=True))
+
+Pure parts after the last one with effects stay in place when the test is pure too (GM102 proved
+both branch values pure and total, as torch.where computes both), so they commute; a test that may
+have effects (`self.tick(h).sum() > 0`) binds every such part first.
 
 Refused (no compile-only form; the fix stays the unsafe in-place torch.where): a ternary in a
 short-circuit or deferred context (`and`/`or`, another ternary, a lambda or comprehension, a chained
@@ -275,18 +282,20 @@ def fix(rule, node: cst.IfExp, func: cst.FunctionDef, prover: where.Prover, verd
 
     impure = [i for i, e in enumerate(before) if not _trivial(prover, e) and not is_pure(e)]
     last = impure[-1] if impure else -1
+    if not is_pure(node.test):  # the bound test may change what a pure part before it reads
+        last = len(before) - 1
     bind = [e for i, e in enumerate(before) if i <= last and not _trivial(prover, e)]
     target = site.small.targets[0].target if isinstance(site.small, cst.Assign) and len(site.small.targets) == 1 \
         else getattr(site.small, "target", None)
     stem = target.value if isinstance(target, cst.Name) else "out"
 
-    def shape_form(prover_, stmts, taken, line, missing):
+    def shape_form(_prover, _stmts, taken, line, missing):
         body: list = []
         table: dict[int, cst.BaseExpression] = {}
         for e in bind:
             n = split._fresh(taken, f"{stem}_part")
             body.append(split._assign(n, where.strip_parens(e)))
-            table[id(e)] = cst.Name(n, lpar=(), rpar=()) if not getattr(e, "lpar", None) else cst.Name(n)
+            table[id(e)] = cst.Name(n)
         missing.extend(m for m in split.one_sided(prover, line, a, b) if m not in missing)
         cond_name = split._fresh(taken, "cond")
         body.append(split._assign(cond_name, cond))
