@@ -228,10 +228,13 @@ class _Writer:
         self.features.add("clean-if")
         zv = lambda: re.sub(r"\bh\b", "z", self.fmt(self.c.pick(WHERE_VALUES)))  # noqa: E731
         test = self.tensor_test(indent)
-        form = self.c.pick(["both", "one", "elif", "ternary", "nested"])
+        form = self.c.pick(["both", "one", "elif", "ternary", "nested", "ternary-nested"])
         self.features.add(f"clean-{form}")
         if form == "ternary":
             self.emit(indent, f"z = {zv()} if {test} else {zv()}")
+            return
+        if form == "ternary-nested":
+            self.emit(indent, f"z = z * 0.5 + ({zv()} if {test} else {zv()})")
             return
         self.emit(indent, f"if {test}:\n    z = {zv()}")
         if form == "nested":
@@ -286,7 +289,17 @@ class _Writer:
     def s_ternary(self, indent: int, depth: int) -> None:
         self.features.add("ternary")
         expr = f"{self.value()} if {self.tensor_test(indent)} else {self.value()}"
-        self.emit(indent, self.c.pick([f"h = {expr}", f"h = h + ({expr})", self.fmt("h = {t}.relu(") + expr + ")"]))
+        # nested in a larger expression (GM102's nested compile-only form): after arithmetic, in a list
+        # a copying call takes, after a module call (bound first when the values are compared)
+        nested = [f"h = h * 0.5 + ({expr}) * 2", self.fmt("h = {t}.stack([h, ") + expr + "]).sum(0)"]
+        if self.kind == "module":
+            nested.append(f"h = self.proj(h) + ({expr})")
+        simple = [f"h = {expr}", f"h = h + ({expr})", self.fmt("h = {t}.relu(") + expr + ")"]
+        if self.c.chance(0.4):
+            self.features.add("ternary-nested")
+            self.emit(indent, self.c.pick(nested))
+        else:
+            self.emit(indent, self.c.pick(simple))
 
     def s_log(self, indent: int, depth: int) -> None:
         self.features.add("log")
@@ -326,12 +339,14 @@ class _Writer:
     def ending(self) -> list[str]:
         """The last statements of the compiled function: a return, maybe in both branches of a test."""
         self.lines, saved = [], self.lines
-        form = self.c.pick(["plain", "plain", "both", "ternary", "tuple", "elif"])
+        form = self.c.pick(["plain", "plain", "both", "ternary", "tuple", "elif", "ternary-nested"])
         self.features.add(f"return-{form}")
         if form == "plain":
             self.emit(0, "return h")
         elif form == "ternary":
             self.emit(0, f"return {self.value()} if {self.tensor_test(0)} else {self.value()}")
+        elif form == "ternary-nested":
+            self.emit(0, f"return h * ({self.value()} if {self.tensor_test(0)} else {self.value()}), h")
         else:
             test = self.tensor_test(0)
             values = (lambda: f"{self.value()}, h") if form == "tuple" else self.value

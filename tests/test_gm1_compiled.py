@@ -257,3 +257,63 @@ def test_layerdrop_rng_stream_and_breaks(layerdrop, breaks):
                 assert n == breaks
             else:
                 assert n >= 1
+
+
+NESTED = FIXTURES / "GM102" / "invalid_ifexp_nested.py"
+
+
+def test_nested_ternary_keeps_the_order_of_what_runs_before_it():
+    """`y = self.drop(x) + self.tap(h) * (gate if (h * self.tap.calls).norm() > 4 else h)`: the
+    compiled form binds the branch values (to compare their shapes) and so binds `self.drop(x)` and
+    `self.tap(h)` first, in order. Binding only the test and values first (the Tap's count read before
+    its call) takes the other branch on the first input: the fixture tells the two orders apart."""
+    fixed_path = NESTED.with_name(NESTED.stem + ".fixed.py")
+    text = fixed_path.read_text(encoding="utf-8")
+    bound = "            y_part = self.drop(x)\n            y_part2 = self.tap(h)\n"
+    test = "            cond = (h * self.tap.calls).norm() > 4\n"
+    assert bound + test in text
+    swapped = fixed_path.with_name("_swapped_nested.py")
+    swapped.write_text(text.replace(bound + test, test + bound), encoding="utf-8")
+    try:
+        orig, inputs = _make(NESTED, "no")
+        fixed, _ = _make(fixed_path, "nf")
+        wrong, _ = _make(swapped, "nw")
+        args = inputs[0]
+        want, want_g, _ = _call(orig, args)
+        got, got_g, breaks = _call(fixed, args, "aot_eager")
+        assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True) and breaks == 0
+        bad, _, _ = _call(wrong, args, "aot_eager")
+        assert not _same(want, bad, exact=False)
+    finally:
+        swapped.unlink()
+
+
+def test_nested_ternary_falls_back_on_other_shapes_and_dtypes():
+    """A (1, 4) gate: the traced shapes differ, the original choice runs (one break, eager's result,
+    where torch.where alone would broadcast). An integer scale fails `scale.is_floating_point()`."""
+    orig, _ = _make(NESTED, "so")
+    fixed, _ = _make(NESTED.with_name(NESTED.stem + ".fixed.py"), "sf")
+    big = torch.full((2, 4), 3.0, requires_grad=True)
+    gate = torch.tensor([[1.0, -0.5, 2.0, 0.5]], requires_grad=True)
+    scale = torch.tensor([0.5, 2.0, 1.0, 0.25], requires_grad=True)
+    for args, grads in (((big, gate, scale), True), ((big, gate.detach().expand(2, 4), torch.tensor([-1, 2, 0, 1])), False)):
+        want, want_g, _ = _call(orig, args)
+        got, got_g, breaks = _call(fixed, args, "aot_eager")
+        assert _same(want, got, exact=True) and (not grads or _same(want_g, got_g, exact=True))
+        assert breaks == 1
+
+
+def test_nested_ternary_with_dropout_before_it():
+    """Train mode, dropout 0.5 evaluated before the ternary (bound first): with the RNG seeded alike the
+    compiled fixed code draws what the eager original draws; no break."""
+    for backend in ("aot_eager", "inductor"):
+        orig, inputs = _make(NESTED, "do")
+        fixed, _ = _make(NESTED.with_name(NESTED.stem + ".fixed.py"), "df")  # fresh Tap counts
+        orig.drop.p = fixed.drop.p = 0.5
+        for seed, args in enumerate(inputs):
+            want, want_g, _ = _call(orig, args, seed=seed)
+            with torch._inductor.config.patch(fallback_random=True):
+                got, got_g, breaks = _call(fixed, args, backend, seed=seed)
+            exact = backend == "aot_eager"
+            assert _same(want, got, exact) and _same(want_g, got_g, exact), (backend, seed)
+            assert breaks == 0

@@ -235,3 +235,42 @@ def test_ifexp_shown_directly():
     assert "printed" in shown[0].message and "f-string" in shown[1].message
     (f,) = findings(f"return torch.relu{ternary}\n", "GM102")
     assert f.safety.value == "safe", f.message
+
+
+@pytest.mark.parametrize("body,safety,words", [
+    # compile-only, the ternary replaced where it stands (`x` is not provably a floating tensor)
+    ("y = self.proj(x) + (x if x.norm() > 1 else x * 0.5)\nreturn y\n", "safe", "eager runs the line unchanged"),
+    ("return x * (x if x.max() > 0 else -x), h\n", "safe", "eager runs the line unchanged"),
+    ("y = torch.cat([h, x if x.sum() > 0 else x.neg()], dim=-1)\nreturn y\n", "safe", "x.is_floating_point()"),
+    ("y = h + 1\ny += x if x.sum() > 0 else x * 2\nreturn y\n", "safe", "eager runs the line unchanged"),
+    ("y = (x * 2 if x.sum() > 0 else -x).sum(1)\nreturn y\n", "safe", "eager runs the line unchanged"),
+    # the branch values bound to compare their shapes: what runs before the ternary is bound first
+    ("y = self.proj(h) + (x if x.sum() > 0 else h)\nreturn y\n", "safe",
+     "`self.proj(h)` evaluated first, in order"),
+    ("y = h * 2 + (x if x.sum() > 0 else h)\nreturn y\n", "safe", "equal shapes and dtypes"),
+    # a test that may change state (a module call): the pure `self.buf * 2` before it is bound too
+    ("y = self.buf * 2 + (x if self.tick(h).sum() > 0 else h)\nreturn y\n", "safe",
+     "`self.buf * 2` evaluated first, in order"),
+    # refused: the in-place torch.where stays, unsafe
+    ("y = mask and (x if x.sum() > 0 else -x)\nreturn y\n", "unsafe", "`and`/`or` operand"),
+    ("y = (x * 2 if x.sum() > 0 else -x) if h.mean() > 0 else h\nreturn y\n", "unsafe",
+     "another conditional expression"),
+    ("f = lambda: x * 2 if x.sum() > 0 else -x\nreturn f()\n", "unsafe", "lambda"),
+    ("y = h < (x if x.sum() > 0 else -x) < 3\nreturn y\n", "unsafe", "chained comparison"),
+    ("if (x * 2 if x.sum() > 0 else -x).sum() > 0:\n    h = h + 1\nreturn h\n", "unsafe", "`if`/`while` test"),
+    ("y = self.proj(x if x.sum() > 0 else x * 2)\nreturn y\n", "unsafe", "`x` itself is passed to `self.proj(...)`"),
+    ("y = [x if x.sum() > 0 else -x, h]\nreturn y\n", "unsafe", "assigned in a container"),
+    ("y = (x if x.sum() > 0 else -x).view(-1)\nreturn y\n", "unsafe", "`.view` is taken of `x` itself"),
+    ("y = (x * 2 if x.sum() > 0 else -x).add_(1)\nreturn y\n", "unsafe", "in-place method"),
+    ("y = torch.add(h, 1, out=(x * 2 if x.sum() > 0 else -x))\nreturn y\n", "unsafe", "`out=` argument"),
+    ("y = h + (x * 2 if x.sum() > 0 else -x) + (x * 3 if h.sum() > 0 else -x)\nreturn y\n", "unsafe",
+     "another conditional expression"),
+    ("y = h + (k := (x * 2 if x.sum() > 0 else -x))\nreturn y + k\n", "unsafe", "walrus"),
+    ("y = self.proj(h) + (h * 2 if h.sum() > self.limit else -h)\nreturn y\n", "unsafe",
+     "a trace-time check reads an attribute that a call before the ternary could change"),
+])
+def test_gm102_nested_ternary(body, safety, words):
+    """GM102 inside a larger expression: the compile-only form, or why it is refused."""
+    hits = [f for f in findings(body, "GM102") if words in f.message]
+    assert hits, [f.message for f in findings(body, "GM102")]
+    assert hits[0].safety.value == safety, hits[0].message

@@ -87,22 +87,40 @@ def test_inputs_take_every_branch_of_flagged_ifs(case):
             assert any(test_line in r and not (set(arms) & r) for r in runs), "no input skips the if"
 
 
+class _Torch:
+    """The fixture module's `torch`, with attributes replaced (everything else is torch's)."""
+
+    def __init__(self, real, **replaced) -> None:
+        self._real, self._replaced = real, replaced
+
+    def __getattr__(self, name):
+        return self._replaced[name] if name in self._replaced else getattr(self._real, name)
+
+
 @pytest.mark.parametrize("case", [c for c in WITH_MAKE if "GM102" in str(c) and _fixed(c, ".fixed.py") and not _layerdrop(c)],
                          ids=lambda p: p.name)
-def test_inputs_take_both_sides_of_flagged_ifexp(case, monkeypatch):
+def test_inputs_take_both_sides_of_flagged_ifexp(case):
+    """Every torch.where the fix wrote sees both values of its condition over the inputs. A compile-only
+    form runs its compiled path here: the module's `torch.compiler.is_compiling()` answers True."""
     fixed = _fixed(case, ".fixed.py")
-    fn, inputs = _build(fixed, "ifexp")
-    seen = []
-    real = torch.where
+    module = load(fixed, f"gm1_ifexp_{fixed.stem.replace('.', '_')}")
+    seen: list[bool] = []
 
     def spy(cond, *rest):
         seen.append(bool(cond))
-        return real(cond, *rest)
+        return torch.where(cond, *rest)
 
-    monkeypatch.setattr(torch, "where", spy)
+    module.torch = _Torch(torch, where=spy, compiler=_Torch(torch.compiler, is_compiling=lambda: True))
+    torch.manual_seed(0)
+    fn, inputs = module.make()
+    per_site: dict[int, set] = {}
     for args in inputs:
+        seen.clear()
         fn(*args)
-    assert set(seen) == {True, False}
+        assert seen, "the fixed code ran no torch.where"
+        for i, c in enumerate(seen):
+            per_site.setdefault(i, set()).add(c)
+    assert all(v == {True, False} for v in per_site.values()), per_site
 
 
 @pytest.mark.parametrize("case", [c for c in WITH_MAKE if _fixed(c, ".fixed.py") or _fixed(c, ".unsafe.fixed.py")],

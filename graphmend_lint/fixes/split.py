@@ -250,9 +250,12 @@ class _ModuleIndent(cst.CSTTransformer):
         return updated.with_changes(indent=None)
 
 
-def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict: where.Verdict, replacement) -> Split:
+def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict: where.Verdict, replacement,
+          shape_form=None) -> Split:
     """The compile-only form of the planned torch.where `replacement` for the `if` statement `node`
-    (or a statement line holding a ternary: it becomes the `else:` block)."""
+    (or a statement line holding a ternary: it becomes the `else:` block). `shape_form` binds and
+    compares the branch values when that is needed (default: `_shape_form`, for statements whose
+    value is the torch.where)."""
     out = Split()
     setup_names = set(prover.local)
     pre: list[str] = []
@@ -285,7 +288,10 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
         parts = [p for check in pre for p in check.split(" and ")]
         known = {p[len("isinstance("):-len(f", {tensor})")] for p in parts
                  if p.startswith("isinstance(") and p.endswith(f", {tensor})")}
-        bound = _shape_form(prover, stmts, taken, node, grad_off, known)
+        if shape_form is None:
+            bound = _shape_form(prover, stmts, taken, node, grad_off, known)
+        else:
+            bound = shape_form(prover, stmts, taken, node, grad_off)  # what holds only with gradients off
         if bound is None:
             out.unchecked.append("the branch values are not provably of the same shape and dtype, and this form "
                                  "(an `elif` chain) cannot compare them while tracing")

@@ -5,7 +5,7 @@ from fixit import Invalid, Valid
 from libcst.metadata import PositionProvider
 
 from ..analysis import context
-from ..fixes import ifstmt, layerdrop, split, trap, where
+from ..fixes import ifstmt, layerdrop, nested, split, trap, where
 from . import base
 
 
@@ -45,9 +45,31 @@ class TensorIfExpRule(base.GraphMendRule):
     is a bare name (`y = x if c else x * 2`), `y` is the tensor `x` itself, so neither `x` nor `y`
     may be modified in place later (`x.add_(1)`, `x[0] = 0`, `x += 1`, `out=x`): `torch.where`
     makes a new tensor that the change no longer reaches.
-    Otherwise the fix is unsafe and the message says which proof is missing (GM101's compile-only
-    form, which keeps the eager code, is made for statements; a ternary gets it when it is the whole
-    value of an assignment, see GM101).
+    When a proof is missing, the fix is GM101's compile-only form: eager runs the line unchanged, and
+    only under `torch.compile` (`if torch.compiler.is_compiling() and <checks>:`) the line runs with
+    the ternary replaced by its torch.where; the missing proofs that are Python constants while
+    tracing (`isinstance(scale, torch.Tensor)`, `scale.is_floating_point()`) become those checks, and
+    the fix is safe when every missing proof is checked so. This holds for a ternary that is the
+    whole value of an assignment or `return`, and for one inside a larger expression of such a
+    statement (`y = self.proj(x) + (h if h.norm() > 1 else h * 0.5)`, `return x * (s if s.max() > 0
+    else -s), aux`, `torch.cat([a, b if b.sum() > 0 else b.neg()], dim=-1)`, `y += ...`): the rest
+    of the statement is evaluated once, in its order. When the branch values are not provably of one
+    shape and dtype, they are bound before the statement and compared while tracing (a mismatch runs
+    the original choice: a graph break, eager's result); everything the statement evaluates before the
+    ternary that is not a constant or a local or imported name is then bound first, in order
+    (`y_part = self.proj(x)`), so a module call, a dropout's random draw or a state change still
+    happens before the test and the branch values read anything.
+    The compile-only form is not offered (the fix stays the unsafe torch.where in place) for a ternary
+    that is not always evaluated with its statement (an `and`/`or` operand, inside another
+    ternary, a lambda, a comprehension, a chained comparison), that sits in an `if`/`while` test, an
+    assignment target, an expression statement, a star or `out=` argument, an index, a set or dict,
+    or under `not`/`is`/`in`; for a statement with a second ternary, a walrus, `yield` or `await`;
+    when a trace-time check reads an attribute (`isinstance(self.limit, (int, float))`) that a call
+    evaluated before the ternary could change; and when a branch value is a tensor itself (`h`,
+    `self.buf`) whose very object would reach code that could keep or change it (an in-place
+    method, a view such as `.view`, a module or user function, a list or tuple that is assigned):
+    torch.where gives a new tensor there. Arithmetic, element-wise torch functions, reductions,
+    `torch.cat`/`torch.stack` and `return` take it as is.
 
     A LayerDrop ternary (`skip_the_layer = True if self.training and (dropout_probability <
     self.layerdrop) else False`, with `dropout_probability = torch.rand([])`) gets GM101's LayerDrop
@@ -74,6 +96,16 @@ class TensorIfExpRule(base.GraphMendRule):
                 def forward(self, x):
                     y = x * 2 if x.dim() == 3 else x
                     return y if self.training else -y
+            """
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    return self.proj(x) + (x if self.training else x * 0.5), x
             """
         ),
     ]
@@ -104,6 +136,31 @@ class TensorIfExpRule(base.GraphMendRule):
                 def forward(self, x):
                     h = self.proj(x)
                     return torch.where(h.sum() > 0, h * 2, -h)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, scale):
+                    return x * (scale if scale.max() > 0 else -scale), x
+            """,
+            expected_replacement="""
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, scale):
+                    if (
+                        torch.compiler.is_compiling()
+                        and isinstance(scale, torch.Tensor)
+                        and scale.is_floating_point()
+                    ):
+                        return x * (torch.where(scale.max() > 0, scale, -scale)), x
+                    else:
+                        return x * (scale if scale.max() > 0 else -scale), x
             """,
         ),
         Invalid(
@@ -148,10 +205,14 @@ class TensorIfExpRule(base.GraphMendRule):
                 prover.checks[why] = where.EAGER_ONLY
         replacement = prover.call("torch.where", cond, body, orelse).with_changes(
             lpar=node.lpar, rpar=node.rpar)
-        if verdict.missing and self._compile_only(node, prover, verdict, replacement):
-            return
+        no_split = None
         if verdict.missing:
-            self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing)}",
+            no_split = self._compile_only(node, func, prover, verdict, replacement)
+            if no_split is None:
+                return
+        if verdict.missing:
+            why = f" (no compile-only form: {no_split})" if no_split else ""
+            self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing)}{why}",
                       at=node.test, replacement=replacement, safety=base.Safety.UNSAFE,
                       needs_torch_import=prover.imports)
             return
@@ -159,29 +220,31 @@ class TensorIfExpRule(base.GraphMendRule):
         self.flag(node, f"{self.MESSAGE}; fix: torch.where{how}", at=node.test, replacement=replacement,
                   safety=base.Safety.SAFE, needs_torch_import=prover.imports)
 
-    def _compile_only(self, node: cst.IfExp, prover, verdict, replacement) -> bool:
+    def _compile_only(self, node: cst.IfExp, func, prover, verdict, replacement) -> str | None:
         """`y = a if c else b` / `return a if c else b` on a line of its own: GM101's compile-only form,
-        with the line kept for eager as the `else:` block."""
+        with the line kept for eager as the `else:` block; a ternary inside a larger expression of the
+        statement: fixes/nested.py. None when flagged, else why no compile-only form fits ("" unsaid)."""
         parent = self.parent(node)
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and \
+                isinstance(parent.targets[0].target, cst.Name) and parent.value is node:
             small = cst.Assign(parent.targets, replacement)
-        elif isinstance(parent, cst.Return):
+        elif isinstance(parent, cst.Return) and parent.value is node:
             small = cst.Return(replacement)
         else:
-            return False
+            return nested.fix(self, node, func, prover, verdict, replacement, self.MESSAGE)
         line = trap.sole_line(parent, self.parent)
-        if line is None or parent.value is not node:
-            return False
+        if line is None:
+            return ""
         sp = split.build(prover, line, verdict, [cst.SimpleStatementLine(body=[small])])
         if sp.node is None:
-            return False
+            return ""
         checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
             if sp.checked else ""
         head = f"{self.MESSAGE}; fix: torch.where under torch.compile only (eager runs the line unchanged){checks}"
         safety = base.Safety.UNSAFE if sp.unchecked else base.Safety.SAFE
         self.flag(line, f"{head}; unsafe: {'; '.join(sp.unchecked)}" if sp.unchecked else head, at=node.test,
                   replacement=sp.node, safety=safety, needs_torch_import=prover.imports)
-        return True
+        return None
 
     def _rebind_proofs(self, node: cst.IfExp, func: cst.FunctionDef) -> list[str]:
         """The ternary's value was one of its branch tensors (maybe the very object `x`); torch.where's
