@@ -274,3 +274,33 @@ def test_gm102_nested_ternary(body, safety, words):
     hits = [f for f in findings(body, "GM102") if words in f.message]
     assert hits, [f.message for f in findings(body, "GM102")]
     assert hits[0].safety.value == safety, hits[0].message
+
+
+LOOP = """
+import torch
+from torch import nn
+
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(2))
+        self.layerdrop = 0.0
+
+    def forward(self, h, synced=False):
+        for layer in self.layers:
+            skip = self.training and torch.rand([]) < self.layerdrop
+"""
+
+
+@pytest.mark.parametrize("tail,safeties", [
+    # the binding decides every test of it: one fix, at the binding
+    ("if not skip or synced:\n    h = layer(h)\nif skip:\n    h = h * 1.0\nreturn h\n", ["safe", "none"]),
+    # read as a value too: under compile it would be False, not a 0-d tensor
+    ("if not skip:\n    h = layer(h)\nreturn h, skip\n", ["none"]),
+    # another tensor test beside it: the break stays either way
+    ("if not skip and h.sum() > 0:\n    h = layer(h)\nreturn h\n", ["none"]),
+])
+def test_gm104_layerdrop_binding(tail, safeties):
+    src = LOOP + textwrap.indent(tail, " " * 12).replace("            return", "        return")
+    got = [f for f in engine.check(src.encode(), Settings()).findings if f.code == "GM104"]
+    assert [f.safety.value for f in got] == safeties, [f.message for f in got]

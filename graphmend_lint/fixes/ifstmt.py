@@ -141,6 +141,20 @@ class _After(cst.CSTVisitor):
             self.mutated.setdefault(t.value.value, code(t) + " = ...")
 
 
+def later_than(rule, node: cst.CSTNode, func: cst.FunctionDef) -> tuple[int, int]:
+    """Where the code that runs after `node` starts: its end, or, inside a loop, the start of the
+    outermost loop around it (the loop body before it runs again on the next iteration)."""
+    pos = rule.get_metadata(PositionProvider, node)
+    start = (pos.end.line, pos.end.column)
+    for _, up in context.ancestors(node, rule.parent):
+        if up is func:
+            break
+        if isinstance(up, (cst.For, cst.While)):
+            p = rule.get_metadata(PositionProvider, up)
+            start = (p.start.line, p.start.column)
+    return start
+
+
 def alias_of(expr: cst.BaseExpression) -> str | None:
     """The name whose very tensor object `expr` is (`x`, `(x)`, `x.contiguous()`), else None."""
     if isinstance(expr, cst.Name):
@@ -448,8 +462,7 @@ def plan(prover: where.Prover, node: cst.If) -> tuple[Verdict, list | cst.If | N
             if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)):
                 v.refuse = _side_effect(s)
                 return v, None
-    pos = rule.get_metadata(PositionProvider, node)
-    after = _After(rule, (pos.end.line, pos.end.column), prover.func)
+    after = _After(rule, later_than(rule, node, prover.func), prover.func)
     prover.func.visit(after)
     assigned = [[(s.targets[0].target.value, s.value) for s in stmts if isinstance(s, cst.Assign)] for stmts in bodies]
     if all(returns):

@@ -12,6 +12,7 @@ and `draw > p` are not rewritten: a draw can be exactly 0.0, so their outcome at
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import PositionProvider
 
 from ..analysis import context
 from .safety import Safety
@@ -58,13 +59,18 @@ def _probability(ff, node: cst.BaseExpression) -> bool:
 
 
 def _draw_below(rule, ff, atom: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The probability `p` of an atom `draw < p` (or `p > draw`), else None."""
+    """The probability `p` of an atom `draw < p` (or `p > draw`; the draw a name or `torch.rand([])`
+    itself), else None."""
     if not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
         return None
     op, right = atom.comparisons[0].operator, atom.comparisons[0].comparator
-    if isinstance(op, cst.LessThan) and _draw(rule, ff, atom.left) and _probability(ff, right):
+
+    def is_draw(e):
+        return _draw(rule, ff, e) or _rand_call(rule, e)
+
+    if isinstance(op, cst.LessThan) and is_draw(atom.left) and _probability(ff, right):
         return right
-    if isinstance(op, cst.GreaterThan) and _draw(rule, ff, right) and _probability(ff, atom.left):
+    if isinstance(op, cst.GreaterThan) and is_draw(right) and _probability(ff, atom.left):
         return atom.left
     return None
 
@@ -95,7 +101,7 @@ def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef, message_head: str
         return True  # fixed already: decided while tracing when the probability is 0.0
     got = rewrite(rule, rule.facts.function(func), node.test)
     if got is None:
-        return False
+        return _fix_binding(rule, node, func, message_head)
     test, prob, needs = got
     rule.flag(node, f"{message_head}; {message(prob)}", at=node.test, replacement=node.with_changes(test=test),
               safety=Safety.SAFE, needs_torch_import=needs)
@@ -106,3 +112,73 @@ def message(prob: str) -> str:
     return (f"fix: while tracing, `{prob} <= 0.0` (the usual config) decides the test, as a draw of torch.rand "
             f"is never below 0.0; eager runs the test unchanged. With `{prob}` > 0.0 the graph still breaks "
             "here: the draw decides on every call which layers run")
+
+
+def _tested_names(rule, ff, test: cst.BaseExpression) -> list[cst.Name] | None:
+    """The names a test reads through `not`/`and`/`or`, when every other operand is static."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _tested_names(rule, ff, test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _tested_names(rule, ff, test.left), _tested_names(rule, ff, test.right)
+        return None if left is None or right is None else left + right
+    if isinstance(test, cst.Name) and ff.value(test).kind != "static":
+        return [test]
+    return [] if ff.value(test).kind == "static" else None
+
+
+def _only_tested(rule, func: cst.FunctionDef, name: str, binding: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """The `if`/ternary tests that read `name`, when it is read nowhere else (under compile the fixed
+    binding is the Python value False instead of a 0-d bool tensor: only a test cannot tell)."""
+    tests: list[cst.CSTNode] = []
+    ok = True
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is func
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            nonlocal ok
+            if n.value != name or any(up is binding for _, up in context.ancestors(n, rule.parent)):
+                return
+            child, up = n, rule.parent(n)
+            while isinstance(up, cst.BooleanOperation) or \
+                    isinstance(up, cst.UnaryOperation) and isinstance(up.operator, cst.Not):
+                child, up = up, rule.parent(up)
+            if isinstance(up, (cst.If, cst.IfExp, cst.While)) and up.test is child:
+                tests.append(up)
+            else:
+                ok = False
+
+    func.visit(V())
+    return tests if ok else None
+
+
+def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef, message_head: str) -> bool:
+    """`skip = self.training and dropout_probability < self.layerdrop`, then `if not skip or synced:`
+    (wav2vec2 and its family): the guard goes into the binding, which decides every test of it."""
+    ff = rule.facts.function(func)
+    for n in _tested_names(rule, ff, node.test) or []:
+        values = ff.assigned.get(n.value, [])
+        assign = rule.parent(values[0]) if len(values) == 1 and values[0] is not None else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or assign.value is not values[0]:
+            continue
+        if guarded(rule, ff, assign.value):
+            return True  # fixed already
+        got = rewrite(rule, ff, assign.value)
+        tests = _only_tested(rule, func, n.value, assign) if got is not None else None
+        if not tests:
+            continue
+        test, prob, needs = got
+        line = rule.get_metadata(PositionProvider, assign).start.line
+        if tests[0] is not node:  # one fix, on the first test reading the binding
+            rule.flag(node, f"{message_head}; {message(prob)} (fixed at the binding of `{n.value}`, line {line})",
+                      at=node.test)
+            return True
+        rule.flag(assign, f"{message_head}; {message(prob)} (fix at the binding of `{n.value}`, line {line})",
+                  at=node.test, replacement=assign.with_changes(value=test), safety=Safety.SAFE,
+                  needs_torch_import=needs)
+        return True
+    return False

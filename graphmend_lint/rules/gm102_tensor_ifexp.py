@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 from fixit import Invalid, Valid
-from libcst.metadata import PositionProvider
 
 from ..analysis import context
-from ..fixes import ifstmt, layerdrop, nested, split, trap, where
+from ..fixes import layerdrop, split, ternary, where
 from . import base
 
 
@@ -185,90 +184,4 @@ class TensorIfExpRule(base.GraphMendRule):
             return
         if layerdrop.fix(self, node, func, self.MESSAGE):
             return
-        prover = where.Prover(self, node, func)
-        cond, verdict = prover.condition(node.test)
-        body, orelse = node.body, node.orelse
-        if cond is not None:
-            verdict.add(prover.pair(body, orelse, can_guard=True))
-            if verdict.guard:
-                name, on_true, on_false = verdict.guard
-                body = where.guarded(prover, body, name, cond, True) if on_true else body
-                orelse = where.guarded(prover, orelse, name, cond, False) if on_false else orelse
-            # a tensor index is 0 where its branch is not taken (pair() took it on that condition)
-            body, orelse = where.index_guarded(prover, body, cond, True), where.index_guarded(prover, orelse, cond, False)
-        if verdict.refuse or cond is None:
-            self.flag(node, f"{self.MESSAGE}; no fix: {verdict.refuse}", at=node.test)
-            return
-        for why in self._rebind_proofs(node, func):
-            verdict.missing.append(why)
-            if "grad_fn would show" in why and ".grad_fn`" not in why:  # printed, not read
-                prover.checks[why] = where.EAGER_ONLY
-        replacement = prover.call("torch.where", cond, body, orelse).with_changes(
-            lpar=node.lpar, rpar=node.rpar)
-        no_split = None
-        if verdict.missing:
-            no_split = self._compile_only(node, func, prover, verdict, replacement)
-            if no_split is None:
-                return
-        if verdict.missing:
-            why = f" (no compile-only form: {no_split})" if no_split else ""
-            self.flag(node, f"{self.MESSAGE}; unsafe fix with torch.where: {'; '.join(verdict.missing)}{why}",
-                      at=node.test, replacement=replacement, safety=base.Safety.UNSAFE,
-                      needs_torch_import=prover.imports)
-            return
-        how = " (double where: exact gradients)" if verdict.guard else ""
-        self.flag(node, f"{self.MESSAGE}; fix: torch.where{how}", at=node.test, replacement=replacement,
-                  safety=base.Safety.SAFE, needs_torch_import=prover.imports)
-
-    def _compile_only(self, node: cst.IfExp, func, prover, verdict, replacement) -> str | None:
-        """`y = a if c else b` / `return a if c else b` on a line of its own: GM101's compile-only form,
-        with the line kept for eager as the `else:` block; a ternary inside a larger expression of the
-        statement: fixes/nested.py. None when flagged, else why no compile-only form fits ("" unsaid)."""
-        parent = self.parent(node)
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and \
-                isinstance(parent.targets[0].target, cst.Name) and parent.value is node:
-            small = cst.Assign(parent.targets, replacement)
-        elif isinstance(parent, cst.Return) and parent.value is node:
-            small = cst.Return(replacement)
-        else:
-            return nested.fix(self, node, func, prover, verdict, replacement, self.MESSAGE)
-        line = trap.sole_line(parent, self.parent)
-        if line is None:
-            return ""
-        sp = split.build(prover, line, verdict, [cst.SimpleStatementLine(body=[small])])
-        if sp.node is None:
-            return ""
-        checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
-            if sp.checked else ""
-        head = f"{self.MESSAGE}; fix: torch.where under torch.compile only (eager runs the line unchanged){checks}"
-        safety = base.Safety.UNSAFE if sp.unchecked else base.Safety.SAFE
-        self.flag(line, f"{head}; unsafe: {'; '.join(sp.unchecked)}" if sp.unchecked else head, at=node.test,
-                  replacement=sp.node, safety=safety, needs_torch_import=prover.imports)
-        return None
-
-    def _rebind_proofs(self, node: cst.IfExp, func: cst.FunctionDef) -> list[str]:
-        """The ternary's value was one of its branch tensors (maybe the very object `x`); torch.where's
-        is a new one with grad_fn WhereBackward0. Code after the statement must not tell them apart."""
-        up = self.parent(node)
-        while up is not None and not isinstance(up, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            up = self.parent(up)
-        pos = self.get_metadata(PositionProvider, up if up is not None else node)
-        after = ifstmt._After(self, (pos.end.line, pos.end.column), func)
-        func.visit(after)
-        sources = {a for a in (ifstmt.alias_of(node.body), ifstmt.alias_of(node.orelse)) if a}
-        missing = []
-        parent = self.parent(node)
-        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
-            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-            for t in targets:
-                if isinstance(t, cst.Name):
-                    missing += ifstmt.rebind_proofs(after, t.value, sources, check_name=bool(sources))
-        elif isinstance(parent, cst.Arg) and isinstance(self.parent(parent), cst.Call):
-            shown = after.shows(self.parent(parent))
-            if shown:
-                missing.append(f"the value is {shown.replace(' later', '')}: its grad_fn would show WhereBackward0")
-        elif isinstance(parent, cst.FormattedStringExpression):
-            missing.append("the value is formatted in an f-string: its grad_fn would show WhereBackward0")
-        elif isinstance(parent, cst.Attribute) and parent.attr.value == "grad_fn":
-            missing.append("its `.grad_fn` is read: it would be WhereBackward0")
-        return missing
+        ternary.fix(self, node, func, self.MESSAGE)

@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from ..fixes import ifstmt, layerdrop, split, where
+from ..fixes import ifstmt, layerdrop, split, ternary, where
 from . import base
 
 
@@ -48,6 +48,23 @@ class TensorIfInLoopRule(base.GraphMendRule):
     its own numbers, so compiled dropout masks differ from eager's either way (as they do for any
     compiled model with dropout).
 
+    The wav2vec2 family binds the outcome first and tests the name (transformers 5.x: hubert,
+    data2vec-audio, unispeech, wavlm, nllb-moe, ...), sometimes with the draw inline:
+    ```python
+    skip_the_layer = self.training and dropout_probability < self.config.layerdrop
+    if not skip_the_layer or synced_gpus:
+        ...
+    if skip_the_layer:
+        ...
+    ```
+    The guard then goes into the binding (`self.training and not (torch.compiler.is_compiling() and
+    self.config.layerdrop <= 0.0) and dropout_probability < ...`), which decides every test of the
+    name; one finding carries the fix. Only when the name is read by tests alone (`if`, `while`,
+    ternary tests, through `not`/`and`/`or`): under compile it becomes the Python value False where
+    it was a 0-d bool tensor, which nothing else may see. In eager the `and` chain returns what it
+    returned before. An inline draw (`torch.rand([]) < p`) is not drawn under compile when the guard
+    decides; eager draws as before.
+
     ## Fix safety
     The LayerDrop fix is safe: eager runs the same test, and the compiled path is exact (a draw is
     never below 0.0). Where it stops: with `layerdrop > 0.0` the draw decides on every call which
@@ -62,9 +79,12 @@ class TensorIfInLoopRule(base.GraphMendRule):
     compile-only form, once per iteration: with every break in the loop body gone, Dynamo traces the
     loop (unrolled) instead of skipping the function.
 
+    A ternary in a loop gets GM102's fix the same way. Code earlier in the loop body runs again
+    after the rewritten statement, so the aliasing and printing proofs read the whole loop.
+
     ## When no fix is offered
-    Where GM101 offers none (side effects such as `out.append(...)` or `h[i] = ...` in a per-sample
-    loop, indexing that may raise, ...), and for ternaries in a loop. The way out there is to
+    Where GM101 or GM102 offers none (side effects such as `out.append(...)` or `h[i] = ...` in a
+    per-sample loop, a branch value that is a Python number, ...). The way out there is to
     vectorise over the loop dimension with a per-sample condition:
     `h = torch.where((h.sum(dim=1) > 0)[:, None], h * 2, h)` (check shapes and dtypes as for GM101).
     """
@@ -122,8 +142,8 @@ class TensorIfInLoopRule(base.GraphMendRule):
             return
         if isinstance(node, cst.If):
             split.fix_if(self, node, func, flagged[0], short)  # GM101's torch.where fix, once per iteration
-            return
-        self.flag(node, head, at=flagged[0])
+        else:
+            ternary.fix(self, node, func, short)  # GM102's
 
     def visit_If(self, node: cst.If) -> None:
         up = self.parent(node)
