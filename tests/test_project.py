@@ -220,13 +220,26 @@ def test_guard_wrapper_across_files(tmp_path):
 
 
             def maybe():
-                return torch.compiler.is_compiling() or 1
+                return torch.compiler.is_compiling() and 1
+
+
+            def is_tracing(tensor=None):  # transformers 5.x utils.import_utils.is_tracing
+                _is_tracing = torch.compiler.is_compiling() or torch.jit.is_tracing()
+                if tensor is not None:
+                    _is_tracing |= hasattr(tensor, "proxy")
+                return _is_tracing
+
+
+            def not_tracing(tensor=None):
+                found = torch.compiler.is_compiling()
+                found &= tensor is not None
+                return found
             """,
         "pkg/model.py": """
             import torch
             from torch import nn
             from . import flags
-            from .flags import compiling, maybe
+            from .flags import compiling, is_tracing, maybe, not_tracing
 
 
             class M(nn.Module):
@@ -234,6 +247,8 @@ def test_guard_wrapper_across_files(tmp_path):
                     if not compiling():
                         print("eager")
                     if not flags.compiling() and x.sum() > 0:
+                        x = x * 2
+                    if not is_tracing(x) and (x[:, -1] == 0).all():
                         x = x * 2
                     if compiling():
                         return x
@@ -243,6 +258,8 @@ def test_guard_wrapper_across_files(tmp_path):
                 def other(self, x):
                     if not maybe():
                         print("not a guard")
+                    if not not_tracing(x):
+                        print("not a guard either (&=)")
                     return x
 
             def g(m, x):
@@ -252,7 +269,7 @@ def test_guard_wrapper_across_files(tmp_path):
     assert lint(paths)["model.py"] == []
     # `maybe` is not a guard (one return is not a compile check): a helper that runs compiled reports
     s = Settings(compiled_functions=("pkg.model.M.other",))
-    assert lint(paths, s)["model.py"] == [(21, "GM201")]
+    assert lint(paths, s)["model.py"] == [(23, "GM201"), (25, "GM201")]
 
 
 def test_cache_key_includes_cross_file_facts(tmp_path, monkeypatch):

@@ -343,10 +343,12 @@ class ProjectIndex:
                 if r in ("F", "?"):
                     kinds.append(r)
                     continue
-                q = self.qualify(mod, r)
-                t = self.lookup(q) if q else None
-                kinds.append("G" if q in IS_COMPILING or (t and t[0] == "def" and self.is_guard(t[1], t[2], depth + 1))
-                             else "?")
+                parts = []  # "a|b": `a() or b()`, True under compile when either part is
+                for part in r.split("|"):
+                    q = self.qualify(mod, part) if part not in ("F", "?") else None
+                    t = self.lookup(q) if q else None
+                    parts.append(q in IS_COMPILING or bool(t and t[0] == "def" and self.is_guard(t[1], t[2], depth + 1)))
+                kinds.append("G" if any(parts) else "?")
             ok = "G" in kinds and "?" not in kinds
         self._guard[key] = ok
         return ok

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 
-VERSION = 1
+VERSION = 2
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -44,18 +44,33 @@ _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def _returns(func: ast.AST) -> list[str]:
-    """What each `return` of `func` gives: a dotted call without arguments, "F" (False/None), "?"."""
+    """What each `return` of `func` gives: a dotted call without arguments, "F" (False/None), "?";
+    `a() or b()` as "a|b" (True when either is), also through a local name bound once to it and
+    only `|=`-ed after (transformers' `is_tracing`)."""
     out: list[str] = []
     for n in ast.walk(func):
         if isinstance(n, ast.Return):
-            v = n.value
-            if v is None or isinstance(v, ast.Constant) and v.value in (False, None):
-                out.append("F")
-            elif isinstance(v, ast.Call) and not v.args and not v.keywords and dotted(v.func):
-                out.append(dotted(v.func))  # type: ignore[arg-type]
-            else:
-                out.append("?")
+            out.append(_spec(n.value, func, 0))
     return out
+
+
+def _spec(v: ast.AST | None, func: ast.AST, depth: int) -> str:
+    if v is None or isinstance(v, ast.Constant) and v.value in (False, None):
+        return "F"
+    if isinstance(v, ast.Call) and not v.args and not v.keywords and dotted(v.func):
+        return dotted(v.func)  # type: ignore[return-value]
+    if isinstance(v, ast.BoolOp) and isinstance(v.op, ast.Or) and depth < 4:
+        return "|".join(_spec(x, func, depth + 1) for x in v.values)
+    if isinstance(v, ast.Name) and depth < 4:
+        binds = [n for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr))
+                 and any(isinstance(t, ast.Name) and t.id == v.id for t in
+                         (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+        plain = [n for n in binds if isinstance(n, ast.Assign)]
+        only_or = all(isinstance(n, ast.Assign) or isinstance(n, ast.AugAssign) and isinstance(n.op, ast.BitOr)
+                      for n in binds)
+        if len(plain) == 1 and len(plain[0].targets) == 1 and only_or:
+            return _spec(plain[0].value, func, depth + 1)  # `|=` only adds truth
+    return "?"
 
 
 def _stmts(block: list):
