@@ -42,6 +42,10 @@ def findings(body: str, code: str = "GM101"):
     # `return` after the `if` is its else: the compiled path returns torch.where, eager keeps both
     ("if h.sum() > 0:\n    return torch.tanh(h)\nreturn h\n", "safe", "under torch.compile only"),
     ("if h.sum() > 0:\n    return torch.tanh(h)\nh = h + 1\nreturn h\n", "none", "`return` in some branches only"),
+    # a *_like constructor of a tensor cannot raise
+    ("if h.sum() > 0:\n    y = torch.zeros_like(h)\nelse:\n    y = h\nreturn y\n", "safe", "fix: torch.where"),
+    ("if h.sum() > 0:\n    y = torch.full_like(x, 0.5)\nelse:\n    y = h\nreturn y\n", "safe", "`isinstance(x, torch.Tensor)`"),
+    ("if h.sum() > 0:\n    y = torch.zeros_like(h, dtype=torch.long)\nelse:\n    y = h\nreturn y\n", "unsafe", "may raise on arguments"),
     # softmax keeps the shape; a dim other than -1 or 0 may be out of range where not taken
     ("if h.sum() > 0:\n    h = torch.softmax(h, dim=-1)\nreturn h\n", "safe", "fix: torch.where"),
     ("if h.sum() > 0:\n    h = F.softplus(h) - 1\nreturn h\n", "safe", "fix: torch.where"),

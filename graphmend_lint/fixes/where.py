@@ -413,10 +413,12 @@ class Prover:
                 if prover.b.qualify(n.func) in T.CONSTRUCTORS:
                     why, check = prover.tensor_data(n)
                     if why is None:
+                        why, check = prover.like_data(n)
+                    if why is None:
                         why = f"`{code(n.func)}(...)` may raise on arguments not proved valid when its branch is not taken"
-                    if why not in v.missing:
+                    if why and why not in v.missing:  # "": proved
                         v.missing.append(why)
-                    if check:
+                    if why and check:
                         prover.checks[why] = check
                 op, recv, _ = prover._op_name(n)
                 if op in T.ELEMENTWISE and recv is not None and T.ELEMENTWISE[op].raises and not prover.is_float(recv):
@@ -506,6 +508,39 @@ class Prover:
         return (f"`{name}` is not provably a flat list of numbers (`{code(call.func)}` raises on other data "
                 "when its branch is not taken)",
                 f"isinstance({name}, (list, tuple)) and all(isinstance(v, (int, float)) for v in {name})")
+
+    def _no_history(self, e: cst.BaseExpression) -> bool:
+        """`e` is a new tensor with no autograd history: a constructor (`torch.zeros_like(h)`,
+        `torch.tensor(...)`), or arithmetic of one with Python numbers."""
+        if isinstance(e, cst.Call):
+            return self.b.qualify(e.func) in T.CONSTRUCTORS
+        if isinstance(e, cst.UnaryOperation):
+            return self._no_history(e.expression)
+        if isinstance(e, cst.BinaryOperation):
+            sides = [e.left, e.right]
+            return any(self._no_history(x) for x in sides) and all(
+                self._no_history(x) or self.number(x)[0] for x in sides)
+        return False
+
+    def like_data(self, call: cst.Call) -> tuple[str | None, str | None]:
+        """`torch.zeros_like(h)`, `torch.full_like(h, 0.5)`: it cannot raise when `h` is a tensor
+        (a Python constant while tracing); (missing proof, check), or (None, None) for other forms."""
+        q = self.b.qualify(call.func) or ""
+        if q not in ("torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like") or not call.args:
+            return None, None
+        first, rest = call.args[0], call.args[1:]
+        name = dotted(first.value)
+        if first.keyword is not None or first.star or name is None or name.split(".")[0] in self.local:
+            return None, None
+        if q == "torch.full_like":
+            if len(rest) != 1 or rest[0].keyword is not None or not self.number(rest[0].value)[0]:
+                return None, None
+        elif rest:
+            return None, None
+        why = f"`{name}` is not provably a tensor (`{code(call.func)}` raises on other values when its branch is not taken)"
+        if self.is_tensor(first.value):
+            return "", None  # proved
+        return why, f"isinstance({name}, {code(self.torch('torch.Tensor'))})"
 
     def _op_name(self, call: cst.Call) -> tuple[str | None, cst.BaseExpression | None, list[cst.Arg]]:
         """(op, receiver, other args) for `torch.op(x, ...)`, `F.op(x, ...)` or `x.op(...)`."""
@@ -733,6 +768,12 @@ class Prover:
             # torch.where returns a new tensor that never requires grad (tests/fuzz_regressions/GM101_2.py)
             v.missing.append("under no_grad torch.where detaches a value the `if` passes on unchanged, "
                              "so gradients taken outside the block would be lost")
+        fresh = [self._no_history(side) for side in (a, b)]
+        if fresh[0] != fresh[1] and not self.grad_off:
+            why = (f"`{code(a if fresh[0] else b)}` has no autograd history: where its branch is taken the `if` "
+                   "gives a tensor that does not require grad, torch.where one that does")
+            self.checks[why] = GRAD_OFF
+            v.missing.append(why)
         ca, cb = self.chain(a), self.chain(b)
         if ca is not None and cb is not None and ca.base == cb.base:
             base = cst.Name(ca.base)
