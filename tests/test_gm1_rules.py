@@ -46,6 +46,9 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0:\n    y = torch.zeros_like(h)\nelse:\n    y = h\nreturn y\n", "safe", "fix: torch.where"),
     ("if h.sum() > 0:\n    y = torch.full_like(x, 0.5)\nelse:\n    y = h\nreturn y\n", "safe", "`isinstance(x, torch.Tensor)`"),
     ("if h.sum() > 0:\n    y = torch.zeros_like(h, dtype=torch.long)\nelse:\n    y = h\nreturn y\n", "unsafe", "may raise on arguments"),
+    # a value with no autograd history against one with it: the `if` gave a tensor without grad
+    ("if h.sum() > 0:\n    y = (h > 0).float()\nelse:\n    y = h * 2\nreturn y\n", "safe", "has no autograd history"),
+    ("if h.sum() > 0:\n    return torch.zeros_like(h)\nreturn h - 1\n", "safe", "has no autograd history"),
     # softmax keeps the shape; a dim other than -1 or 0 may be out of range where not taken
     ("if h.sum() > 0:\n    h = torch.softmax(h, dim=-1)\nreturn h\n", "safe", "fix: torch.where"),
     ("if h.sum() > 0:\n    h = F.softplus(h) - 1\nreturn h\n", "safe", "fix: torch.where"),

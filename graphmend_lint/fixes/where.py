@@ -510,10 +510,18 @@ class Prover:
                 f"isinstance({name}, (list, tuple)) and all(isinstance(v, (int, float)) for v in {name})")
 
     def _no_history(self, e: cst.BaseExpression) -> bool:
-        """`e` is a new tensor with no autograd history: a constructor (`torch.zeros_like(h)`,
-        `torch.tensor(...)`), or arithmetic of one with Python numbers."""
+        """`e` is a tensor with no autograd history: a constructor (`torch.zeros_like(h)`,
+        `torch.tensor(...)`), a bool or int value, `.detach()`, a cast of one of these, or arithmetic
+        of one with Python numbers."""
+        if self.ff.value(e).dtype in ("bool", "int") or isinstance(e, cst.Comparison):
+            return True  # never requires grad
         if isinstance(e, cst.Call):
-            return self.b.qualify(e.func) in T.CONSTRUCTORS
+            if self.b.qualify(e.func) in T.CONSTRUCTORS:
+                return True
+            op, recv, _ = self._op_name(e)
+            if op in T.PREDICATES or op in ("detach", "argmax", "argmin"):
+                return True
+            return recv is not None and (op in T.CAST_METHODS or op == "to") and self._no_history(recv)
         if isinstance(e, cst.UnaryOperation):
             return self._no_history(e.expression)
         if isinstance(e, cst.BinaryOperation):
