@@ -74,10 +74,17 @@ class TensorIfExpRule(base.GraphMendRule):
     self.layerdrop) else False`, with `dropout_probability = torch.rand([])`) gets GM101's LayerDrop
     fix: the test is decided while tracing when `layerdrop <= 0.0`, and breaks as before otherwise.
 
+    GM101's trace-time checks apply to the branch values too: a reduction that raises on an empty
+    tensor is checked with `x.numel() > 0`; indexing (`x[idx] * 2 if ... else x`) gets the index
+    guard, `x[torch.where(cond, idx, 0)]`, with a long index and a non-empty dim checked while
+    tracing; and what holds only without autograd (a name read in one value only, an op with an
+    infinite derivative that cannot be guarded, a value with no autograd history against one with
+    it) is checked with `not torch.is_grad_enabled()`: with gradients on, the line runs as before.
+
     ## When no fix is offered
     A value that is a Python number or `None` (`2.5 if c else 1`: `torch.where` would turn it into a
-    tensor), values that call modules or user functions, index, or may raise, and tests read as Python
-    values (`.item()`, `torch.equal`) or proved not 0-d. Inside a Python loop see GM104.
+    tensor), values that call modules or user functions or may raise in other ways, and tests read as
+    Python values (`.item()`, `torch.equal`) or proved not 0-d. Inside a Python loop see GM104.
     """
 
     CODE = "GM102"
