@@ -62,18 +62,29 @@ def _non_overlapping(fixes: list) -> list:
 
 
 class _Replace(cst.CSTTransformer):
-    def __init__(self, replacements: dict) -> None:
+    """Replace nodes; only the nodes above a replaced one are rebuilt (`path`), the rest are kept."""
+
+    def __init__(self, replacements: dict, path: set) -> None:
         self.replacements = replacements
+        self.path = path
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return node not in self.replacements
+        return node not in self.replacements and node in self.path
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
         return self.replacements.get(original, updated)
 
 
-def apply_fixes(module: cst.Module, fixes: list) -> cst.Module:
-    new = module.visit(_Replace({f.node: f.replacement for f in fixes}))
+def apply_fixes(module: cst.Module, fixes: list, parents: dict | None = None) -> cst.Module:
+    """`parents`: fastwalk.parents(module), when the caller has it."""
+    parents = fastwalk.parents(module) if parents is None else parents
+    path: set = {module}
+    for f in fixes:
+        n = parents.get(f.node)
+        while n is not None and n not in path:
+            path.add(n)
+            n = parents.get(n)
+    new = module.visit(_Replace({f.node: f.replacement for f in fixes}, path))
     if any(f.needs_torch_import for f in fixes) and Bindings.of(new).torch_name() is None:
         new = layout.add_import(new, "torch")  # where isort would put it
     return new
@@ -91,16 +102,23 @@ def text_edits(before: str, after: str) -> list[dict]:
 
 
 def _attach_edits(module: cst.Module, findings: list, s: settings_mod.Settings) -> None:
-    for f in findings:
-        if f.replacement is not None and (not f.needs_torch_import or s.can_add_imports):
-            f.edits = text_edits(module.code, finish(module.code, apply_fixes(module, [f]), s).code)
+    todo = [f for f in findings if f.replacement is not None and (not f.needs_torch_import or s.can_add_imports)]
+    if not todo:
+        return
+    before, parents = layout.module_code(module), fastwalk.parents(module)
+    for f in todo:
+        f.edits = text_edits(before, layout.module_code(finish(before, apply_fixes(module, [f], parents), s)))
+    layout.forget_code()
 
 
 def finish(before: str, module: cst.Module, s: settings_mod.Settings) -> cst.Module:
     """The passes over fixed code, on the lines the fixes changed (fixes/layout.py): adjacent
     guards merged, long lines wrapped at `line-length` as `ruff format` would."""
-    module = layout.merge_guards(module, layout.changed_lines(before, module.code))
-    return layout.wrap(module, layout.changed_lines(before, module.code), s.line_length)
+    lines = layout.changed_lines(before, layout.module_code(module))
+    merged = layout.merge_guards(module, lines)
+    if merged is not module:
+        lines = layout.changed_lines(before, layout.module_code(merged))
+    return layout.wrap(merged, lines, s.line_length)
 
 
 def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: external.FileFacts | None = None) -> Result:
@@ -120,7 +138,7 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: exter
             if not todo:
                 break
             new = apply_fixes(module, todo)
-            if new.code == module.code:
+            if layout.module_code(new) == layout.module_code(module):
                 break
             fixed += len(todo)
             codes.update(f.code for f in todo)

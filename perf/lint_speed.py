@@ -89,7 +89,7 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> dict:
 
 def ours_rows(stdout: str) -> set[tuple]:
     return {(str(Path(d["filename"]).resolve()), d["location"]["row"], d["location"]["column"] - 1,
-             d["name"], d["message"]) for d in json.loads(stdout or "[]")}
+             d.get("name", d.get("code")), d["message"]) for d in json.loads(stdout or "[]")}  # ruff's shape: "code"
 
 
 def fixit_rows(stdout: str) -> set[tuple]:

@@ -183,3 +183,31 @@ def test_fuzz_programs():
     exercised = sum(_same(fuzzgen.generate(fuzzgen.RandomChooser(seed)).source.encode(), f"fuzz seed {seed}")
                     for seed in range(120))
     assert exercised >= 30
+
+
+S_EDITS = replace(S, fix_edits=True)
+
+
+def _with_edits(findings: list) -> list:
+    return sorted((f.line, f.col, f.end_line, f.end_col, f.code, f.message, f.safety.value, f.fix_range,
+                   f.replacement is None, f.needs_torch_import, repr(f.edits)) for f in findings)
+
+
+def test_json_edits_lint_the_skeleton_first():
+    """With fix_edits (JSON, the server) the skeleton is linted first and the whole file only
+    when a fix is found: findings and every fix's edits as the whole file's."""
+    checked = fixable = 0
+    for p in [*FIXTURES, *_transformers_models()]:
+        source = p.read_bytes()
+        try:
+            tree = runner.validate(source)
+        except (SyntaxError, runner.BadInput):
+            continue
+        if not prefilter.may_have_findings(source, S.compiled_scope, tree):
+            continue
+        got = runner._check(source, tree, S_EDITS, False).findings
+        whole = engine.check(source, S_EDITS).findings
+        assert _with_edits(got) == _with_edits(whole), p
+        checked += 1
+        fixable += any(f.edits for f in whole)
+    assert checked > 20 and fixable > 10
