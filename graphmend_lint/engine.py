@@ -106,9 +106,82 @@ def _attach_edits(module: cst.Module, findings: list, s: settings_mod.Settings) 
     if not todo:
         return
     before, parents = layout.module_code(module), fastwalk.parents(module)
+    parts = _Parts.of(module, before)
     for f in todo:
-        f.edits = text_edits(before, layout.module_code(finish(before, apply_fixes(module, [f], parents), s)))
+        edits = parts.edits(f, s, parents) if parts is not None and not f.needs_torch_import else None
+        if edits is None:  # the whole module's way
+            edits = text_edits(before, layout.module_code(finish(before, apply_fixes(module, [f], parents), s)))
+        f.edits = edits
     layout.forget_code()
+
+
+class _Parts:
+    """A fix's edits computed on the top-level statement that holds it, alone in a module.
+
+    A top-level statement's code does not depend on the statements around it (checked: the
+    pieces add up to the module's code), and the passes of `finish` read only the lines a fix
+    changed, which lie inside that statement (checked; the line diffs are still taken on the
+    whole text, the statement's new code spliced in). So the edits are those of `finish` on the
+    whole module, without generating the whole module's code and positions again for each fix.
+    Anything else (imports to add, CR line endings, a statement removed) takes the whole-module way."""
+
+    def __init__(self, module: cst.Module, before: str, texts: list[str], start: int) -> None:
+        self.module, self.before, self.texts = module, before, texts
+        self.index = {id(stmt): i for i, stmt in enumerate(module.body)}
+        self.offsets = []
+        for text in texts:
+            self.offsets.append(start)
+            start += len(text)
+
+    @classmethod
+    def of(cls, module: cst.Module, before: str) -> "_Parts | None":
+        if "\r" in before or "barry_as_FLUFL" in before:  # line endings / grammar that are not per statement
+            return None
+        head = "".join(module.code_for_node(n) for n in module.header)
+        texts = [module.code_for_node(stmt) for stmt in module.body]
+        if head + "".join(texts) + "".join(module.code_for_node(n) for n in module.footer) != before:
+            return None
+        return cls(module, before, texts, len(head))
+
+    def edits(self, f, s: settings_mod.Settings, parents: dict) -> list | None:
+        node = f.node
+        while node is not None and id(node) not in self.index:
+            node = parents.get(node)
+        if node is None or parents.get(node) is not self.module:
+            return None
+        i = self.index[id(node)]
+        a = self.offsets[i]
+        b = a + len(self.texts[i])
+        if a and self.before[a - 1] != "\n" or not self.texts[i].endswith("\n"):
+            return None
+        first = self.before.count("\n", 0, a)  # lines above the statement
+        small = self.module.with_changes(header=[], body=[node], footer=[], has_trailing_newline=True)
+        if layout.module_code(small) != self.texts[i]:
+            return None
+
+        def whole(m: cst.Module) -> str | None:
+            text = layout.module_code(m)
+            return self.before[:a] + text + self.before[b:] if m.body and text.endswith("\n") else None
+
+        def lines(m: cst.Module) -> set[int] | None:
+            text = whole(m)
+            if text is None:
+                return None
+            n = layout.module_code(m).count("\n")
+            got = {k - first for k in layout.changed_lines(self.before, text)}
+            return got if all(1 <= k <= n for k in got) else None
+
+        fixed = apply_fixes(small, [f], parents)
+        touched = lines(fixed)
+        if touched is None:
+            return None
+        merged = layout.merge_guards(fixed, touched)
+        if merged is not fixed:
+            touched = lines(merged)
+            if touched is None:
+                return None
+        after = whole(layout.wrap(merged, touched, s.line_length))
+        return None if after is None else text_edits(self.before, after)
 
 
 def finish(before: str, module: cst.Module, s: settings_mod.Settings) -> cst.Module:

@@ -8,6 +8,7 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
+import libcst
 import pytest
 
 from graphmend_lint import engine, prefilter, runner, settings, skeleton
@@ -211,3 +212,25 @@ def test_json_edits_lint_the_skeleton_first():
         checked += 1
         fixable += any(f.edits for f in whole)
     assert checked > 20 and fixable > 10
+
+
+def test_edits_per_statement_equal_the_whole_module_way():
+    """engine._Parts (a fix's edits computed on its top-level statement) gives the edits of
+    `finish` on the whole module, fix by fix (fixtures, rule examples, transformers models)."""
+    sources = [p.read_bytes() for p in [*FIXTURES, *_transformers_models()]]
+    sources += [textwrap.dedent(c.code).encode() for r in ALL_RULES for c in r.INVALID]
+    compared = 0
+    for source in sources:
+        try:
+            module = libcst.parse_module(source)
+        except libcst.ParserSyntaxError:
+            continue
+        findings = engine.lint_module(module, S)
+        engine._attach_edits(module, findings, S)
+        before = module.code
+        for f in findings:
+            if f.replacement is not None:
+                want = engine.text_edits(before, engine.finish(before, engine.apply_fixes(module, [f]), S).code)
+                assert f.edits == want, (f.code, f.line)
+                compared += 1
+    assert compared > 100
