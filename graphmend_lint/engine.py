@@ -62,18 +62,29 @@ def _non_overlapping(fixes: list) -> list:
 
 
 class _Replace(cst.CSTTransformer):
-    def __init__(self, replacements: dict) -> None:
+    """Replace nodes; only the nodes above a replaced one are rebuilt (`path`), the rest are kept."""
+
+    def __init__(self, replacements: dict, path: set) -> None:
         self.replacements = replacements
+        self.path = path
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return node not in self.replacements
+        return node not in self.replacements and node in self.path
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
         return self.replacements.get(original, updated)
 
 
-def apply_fixes(module: cst.Module, fixes: list) -> cst.Module:
-    new = module.visit(_Replace({f.node: f.replacement for f in fixes}))
+def apply_fixes(module: cst.Module, fixes: list, parents: dict | None = None) -> cst.Module:
+    """`parents`: fastwalk.parents(module), when the caller has it."""
+    parents = fastwalk.parents(module) if parents is None else parents
+    path: set = {module}
+    for f in fixes:
+        n = parents.get(f.node)
+        while n is not None and n not in path:
+            path.add(n)
+            n = parents.get(n)
+    new = module.visit(_Replace({f.node: f.replacement for f in fixes}, path))
     if any(f.needs_torch_import for f in fixes) and Bindings.of(new).torch_name() is None:
         new = layout.add_import(new, "torch")  # where isort would put it
     return new
@@ -91,16 +102,96 @@ def text_edits(before: str, after: str) -> list[dict]:
 
 
 def _attach_edits(module: cst.Module, findings: list, s: settings_mod.Settings) -> None:
-    for f in findings:
-        if f.replacement is not None and (not f.needs_torch_import or s.can_add_imports):
-            f.edits = text_edits(module.code, finish(module.code, apply_fixes(module, [f]), s).code)
+    todo = [f for f in findings if f.replacement is not None and (not f.needs_torch_import or s.can_add_imports)]
+    if not todo:
+        return
+    before, parents = layout.module_code(module), fastwalk.parents(module)
+    parts = _Parts.of(module, before)
+    for f in todo:
+        edits = parts.edits(f, s, parents) if parts is not None and not f.needs_torch_import else None
+        if edits is None:  # the whole module's way
+            edits = text_edits(before, layout.module_code(finish(before, apply_fixes(module, [f], parents), s)))
+        f.edits = edits
+    layout.forget_code()
+
+
+class _Parts:
+    """A fix's edits computed on the top-level statement that holds it, alone in a module.
+
+    A top-level statement's code does not depend on the statements around it (checked: the
+    pieces add up to the module's code), and the passes of `finish` read only the lines a fix
+    changed, which lie inside that statement (checked; the line diffs are still taken on the
+    whole text, the statement's new code spliced in). So the edits are those of `finish` on the
+    whole module, without generating the whole module's code and positions again for each fix.
+    Anything else (imports to add, CR line endings, a statement removed) takes the whole-module way."""
+
+    def __init__(self, module: cst.Module, before: str, texts: list[str], start: int) -> None:
+        self.module, self.before, self.texts = module, before, texts
+        self.index = {id(stmt): i for i, stmt in enumerate(module.body)}
+        self.offsets = []
+        for text in texts:
+            self.offsets.append(start)
+            start += len(text)
+
+    @classmethod
+    def of(cls, module: cst.Module, before: str) -> "_Parts | None":
+        if "\r" in before or "barry_as_FLUFL" in before:  # line endings / grammar that are not per statement
+            return None
+        head = "".join(module.code_for_node(n) for n in module.header)
+        texts = [module.code_for_node(stmt) for stmt in module.body]
+        if head + "".join(texts) + "".join(module.code_for_node(n) for n in module.footer) != before:
+            return None
+        return cls(module, before, texts, len(head))
+
+    def edits(self, f, s: settings_mod.Settings, parents: dict) -> list | None:
+        node = f.node
+        while node is not None and id(node) not in self.index:
+            node = parents.get(node)
+        if node is None or parents.get(node) is not self.module:
+            return None
+        i = self.index[id(node)]
+        a = self.offsets[i]
+        b = a + len(self.texts[i])
+        if a and self.before[a - 1] != "\n" or not self.texts[i].endswith("\n"):
+            return None
+        first = self.before.count("\n", 0, a)  # lines above the statement
+        small = self.module.with_changes(header=[], body=[node], footer=[], has_trailing_newline=True)
+        if layout.module_code(small) != self.texts[i]:
+            return None
+
+        def whole(m: cst.Module) -> str | None:
+            text = layout.module_code(m)
+            return self.before[:a] + text + self.before[b:] if m.body and text.endswith("\n") else None
+
+        def lines(m: cst.Module) -> set[int] | None:
+            text = whole(m)
+            if text is None:
+                return None
+            n = layout.module_code(m).count("\n")
+            got = {k - first for k in layout.changed_lines(self.before, text)}
+            return got if all(1 <= k <= n for k in got) else None
+
+        fixed = apply_fixes(small, [f], parents)
+        touched = lines(fixed)
+        if touched is None:
+            return None
+        merged = layout.merge_guards(fixed, touched)
+        if merged is not fixed:
+            touched = lines(merged)
+            if touched is None:
+                return None
+        after = whole(layout.wrap(merged, touched, s.line_length))
+        return None if after is None else text_edits(self.before, after)
 
 
 def finish(before: str, module: cst.Module, s: settings_mod.Settings) -> cst.Module:
     """The passes over fixed code, on the lines the fixes changed (fixes/layout.py): adjacent
     guards merged, long lines wrapped at `line-length` as `ruff format` would."""
-    module = layout.merge_guards(module, layout.changed_lines(before, module.code))
-    return layout.wrap(module, layout.changed_lines(before, module.code), s.line_length)
+    lines = layout.changed_lines(before, layout.module_code(module))
+    merged = layout.merge_guards(module, lines)
+    if merged is not module:
+        lines = layout.changed_lines(before, layout.module_code(merged))
+    return layout.wrap(merged, lines, s.line_length)
 
 
 def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: external.FileFacts | None = None) -> Result:
@@ -120,7 +211,7 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: exter
             if not todo:
                 break
             new = apply_fixes(module, todo)
-            if new.code == module.code:
+            if layout.module_code(new) == layout.module_code(module):
                 break
             fixed += len(todo)
             codes.update(f.code for f in todo)

@@ -255,6 +255,11 @@ class _LazyPositions:
         return node in self._get()
 
 
+def lazy_positions(module: cst.Module) -> _LazyPositions:
+    """PositionProvider's mapping for `module`, computed on first use."""
+    return _LazyPositions(module)
+
+
 def positions(module: cst.Module) -> dict:
     """The same mapping as libcst's PositionProvider (for tests)."""
     lazy = _LazyPositions(module)

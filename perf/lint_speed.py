@@ -89,7 +89,7 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> dict:
 
 def ours_rows(stdout: str) -> set[tuple]:
     return {(str(Path(d["filename"]).resolve()), d["location"]["row"], d["location"]["column"] - 1,
-             d["name"], d["message"]) for d in json.loads(stdout or "[]")}
+             d.get("name", d.get("code")), d["message"]) for d in json.loads(stdout or "[]")}  # ruff's shape: "code"
 
 
 def fixit_rows(stdout: str) -> set[tuple]:
@@ -142,6 +142,11 @@ def tree_only(args) -> int:
         runs["three_edited_warm_cache"] = summary("3 edited files, warm cache", edited, 3)
         empty = timed([*ours, *map(str, three)], work, {**env, "GRAPHMEND_CACHE_DIR": str(tmp / "cache2")})
         runs["three_empty_cache"] = summary("3 files, empty cache", empty, 3)
+        if args.keep_output:  # the cold run's JSON, file names relative to the tree (to diff two codes)
+            items = json.loads(cold["stdout"] or "[]")
+            for d in items:
+                d["filename"] = str(Path(d["filename"]).relative_to(tree))
+            args.keep_output.write_text(json.dumps(items, indent=1, sort_keys=True) + "\n")
         rows = ours_rows(cold["stdout"])
         result = {"code": str(args.code), "tree": str(src), "files": len(files), "runs": runs,
                   "findings_tree": len(rows), "warm_equals_cold": rows == ours_rows(warm["stdout"]),
@@ -167,6 +172,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=OUT / "results.json")
     ap.add_argument("--tree-only", action="store_true")
     ap.add_argument("--code", type=Path, default=ROOT / "graphmend_lint")
+    ap.add_argument("--keep-output", type=Path, help="--tree-only: write the cold run's JSON output here")
     args = ap.parse_args()
     if args.tree_only:
         return tree_only(args)

@@ -8,6 +8,7 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
+import libcst
 import pytest
 
 from graphmend_lint import engine, prefilter, runner, settings, skeleton
@@ -183,3 +184,53 @@ def test_fuzz_programs():
     exercised = sum(_same(fuzzgen.generate(fuzzgen.RandomChooser(seed)).source.encode(), f"fuzz seed {seed}")
                     for seed in range(120))
     assert exercised >= 30
+
+
+S_EDITS = replace(S, fix_edits=True)
+
+
+def _with_edits(findings: list) -> list:
+    return sorted((f.line, f.col, f.end_line, f.end_col, f.code, f.message, f.safety.value, f.fix_range,
+                   f.replacement is None, f.needs_torch_import, repr(f.edits)) for f in findings)
+
+
+def test_json_edits_lint_the_skeleton_first():
+    """With fix_edits (JSON, the server) the skeleton is linted first and the whole file only
+    when a fix is found: findings and every fix's edits as the whole file's."""
+    checked = fixable = 0
+    for p in [*FIXTURES, *_transformers_models()]:
+        source = p.read_bytes()
+        try:
+            tree = runner.validate(source)
+        except (SyntaxError, runner.BadInput):
+            continue
+        if not prefilter.may_have_findings(source, S.compiled_scope, tree):
+            continue
+        got = runner._check(source, tree, S_EDITS, False).findings
+        whole = engine.check(source, S_EDITS).findings
+        assert _with_edits(got) == _with_edits(whole), p
+        checked += 1
+        fixable += any(f.edits for f in whole)
+    assert checked > 20 and fixable > 10
+
+
+def test_edits_per_statement_equal_the_whole_module_way():
+    """engine._Parts (a fix's edits computed on its top-level statement) gives the edits of
+    `finish` on the whole module, fix by fix (fixtures, rule examples, transformers models)."""
+    sources = [p.read_bytes() for p in [*FIXTURES, *_transformers_models()]]
+    sources += [textwrap.dedent(c.code).encode() for r in ALL_RULES for c in r.INVALID]
+    compared = 0
+    for source in sources:
+        try:
+            module = libcst.parse_module(source)
+        except libcst.ParserSyntaxError:
+            continue
+        findings = engine.lint_module(module, S)
+        engine._attach_edits(module, findings, S)
+        before = module.code
+        for f in findings:
+            if f.replacement is not None:
+                want = engine.text_edits(before, engine.finish(before, engine.apply_fixes(module, [f]), S).code)
+                assert f.edits == want, (f.code, f.line)
+                compared += 1
+    assert compared > 100

@@ -141,3 +141,33 @@ def test_batched_rules_find_what_metadata_wrapper_finds():
         ours = sorted((f.line, f.col, f.end_line, f.end_col, f.code, f.message, f.safety, f.fix_range,
                        _fix_code(f.replacement)) for f in engine.lint_module(module, s))
         assert ours == theirs, p
+
+
+class _RebuildAll(cst.CSTTransformer):
+    """engine.apply_fixes before it rebuilt only the nodes above a replaced one."""
+
+    def __init__(self, replacements: dict) -> None:
+        self.replacements = replacements
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return node not in self.replacements
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
+        return self.replacements.get(original, updated)
+
+
+def test_apply_fixes_rebuilds_only_the_path_to_the_fix():
+    """Same code as libcst rebuilding every node, for each fix alone and for all of a file's fixes."""
+    s = settings.Settings(unsafe_fixes=True)
+    fixed = 0
+    for p in FIXTURES:
+        try:
+            module = cst.parse_module(p.read_bytes())
+        except cst.ParserSyntaxError:
+            continue
+        fixes = [f for f in engine.lint_module(module, s) if f.replacement is not None and not f.needs_torch_import]
+        for group in [*([f] for f in fixes), fixes[:]] if fixes else []:
+            want = module.visit(_RebuildAll({f.node: f.replacement for f in group})).code
+            assert engine.apply_fixes(module, group).code == want, p
+            fixed += 1
+    assert fixed > 30

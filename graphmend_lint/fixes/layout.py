@@ -22,11 +22,31 @@ import sys
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from .. import fastwalk
+
 INDENT = "    "
 
 
 def code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+_code_memo: list[tuple[cst.Module, str]] = []  # the last few modules' code (modules are immutable)
+
+
+def module_code(module: cst.Module) -> str:
+    """`module.code`, generated once per module object (each fix's edits read it several times)."""
+    for m, text in _code_memo:
+        if m is module:
+            return text
+    text = module.code
+    _code_memo.insert(0, (module, text))
+    del _code_memo[4:]
+    return text
+
+
+def forget_code() -> None:
+    del _code_memo[:]
 
 
 def changed_lines(before: str, after: str) -> set[int]:
@@ -92,7 +112,7 @@ class _Merge(cst.CSTTransformer):
 
 
 def merge_guards(module: cst.Module, lines: set[int]) -> cst.Module:
-    text = module.code.split("\n")
+    text = module_code(module).split("\n")
     guards = [n for n, line in enumerate(text, 1) if _GUARD_LINE.match(line)]
     if not any(n in lines for n in guards) or len(guards) < 2:  # nothing to merge: skip the walk
         return module
@@ -271,6 +291,23 @@ class _Long(cst.CSTVisitor):
         super().__init__()
         self.w, self.lines, self.touched = w, lines, touched
         self.edits: dict[int, list[str]] = {}  # 1-based line -> its replacement lines
+        self.first, self.last = min(touched), max(touched)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """The hooks below, walking only into compound statements that span a touched line
+        (a statement lies within the lines of the statements around it)."""
+        if isinstance(node, cst.SimpleStatementLine):
+            self.visit_SimpleStatementLine(node)
+            return False  # no statement inside
+        if isinstance(node, cst.If):
+            self.visit_If(node)
+        elif isinstance(node, cst.While):
+            self.visit_While(node)
+        if isinstance(node, cst.BaseCompoundStatement):
+            pos = self.get_metadata(PositionProvider, node)
+            a, b = pos.start.line, pos.end.line
+            return b >= self.first and a <= self.last and any(a <= n <= b for n in self.touched)
+        return True
 
     def _candidate(self, node: cst.CSTNode) -> tuple[int, str] | None:
         pos = self.get_metadata(PositionProvider, node)
@@ -325,7 +362,7 @@ class _Long(cst.CSTVisitor):
 
 
 def wrap(module: cst.Module, touched: set[int], line_length: int) -> cst.Module:
-    source = module.code
+    source = module_code(module)
     crlf = module.default_newline == "\r\n" and source.count("\n") == source.count("\r\n")
     if "\r" in source and not crlf:
         return module  # lone CR or mixed line endings: left as they are
@@ -336,7 +373,11 @@ def wrap(module: cst.Module, touched: set[int], line_length: int) -> cst.Module:
     if not any(n <= len(lines) and not w.fits(lines[n - 1]) for n in touched):
         return module  # no long line among those the fixes changed
     visitor = _Long(w, lines, touched)
-    MetadataWrapper(module, unsafe_skip_copy=True).visit(visitor)
+    visitor.metadata = {PositionProvider: fastwalk.lazy_positions(module)}  # PositionProvider's, cheaper
+    try:
+        fastwalk.visit(module, visitor)
+    finally:
+        visitor.metadata = {}
     if not visitor.edits:
         return module
     for n in sorted(visitor.edits, reverse=True):
