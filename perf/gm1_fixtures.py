@@ -25,14 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from harness import load  # noqa: E402
 
-
-class _Count(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.n = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.n += record.name.endswith("__graph_breaks")
+from graphmend_lint.verify import recorder  # noqa: E402
 
 
 def _leaves(v) -> list:
@@ -53,20 +46,17 @@ def _run(path: Path, tag: str, grad: bool, backend: str | None):
         args = tuple(a.detach().clone().requires_grad_(a.requires_grad and grad) if isinstance(a, torch.Tensor) else a
                      for a in args)
         torch._dynamo.reset()
-        handler, log = _Count(), logging.getLogger("torch._dynamo")
-        log.addHandler(handler)
         torch.manual_seed(1)
         mode = contextlib.nullcontext() if grad else torch.no_grad()
-        try:
-            with mode, warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out = (torch.compile(fn, backend=backend) if backend else fn)(*args)
-            outs.append([t.detach() for t in _leaves(out)])
-        except Exception as e:  # an input meant to raise
-            outs.append(type(e).__name__)
-        finally:
-            log.removeHandler(handler)
-        total += handler.n
+        with recorder.Recorder(console_level=logging.CRITICAL) as rec:  # Dynamo's graph_breaks log
+            try:
+                with mode, warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    out = (torch.compile(fn, backend=backend) if backend else fn)(*args)
+                outs.append([t.detach() for t in _leaves(out)])
+            except Exception as e:  # an input meant to raise
+                outs.append(type(e).__name__)
+        total += len(rec.breaks)
     torch._dynamo.reset()
     return total, outs
 
@@ -81,9 +71,6 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "perf" / "results" / "gm1_fixtures"))
     args = ap.parse_args()
-    torch._logging.set_logs(graph_breaks=True)
-    for h in logging.getLogger("torch._dynamo").handlers + logging.getLogger("torch").handlers:
-        h.setLevel(logging.CRITICAL)
     cases = sorted(p for d in sorted((ROOT / "tests" / "fixtures").glob("GM10*")) for p in d.glob("invalid_*.py")
                    if not p.name.endswith("fixed.py") and "def make(" in p.read_text(encoding="utf-8"))
     rows = []
