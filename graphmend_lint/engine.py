@@ -33,12 +33,14 @@ def selected_rules(s: settings_mod.Settings) -> list[type]:
     return [r for r in rules_pkg.ALL_RULES if s.selects(r.CODE)]
 
 
-def lint_module(module: cst.Module, s: settings_mod.Settings, ext: external.FileFacts | None = None) -> list:
+def lint_module(module: cst.Module, s: settings_mod.Settings, ext: external.FileFacts | None = None,
+                source: bytes | None = None) -> list:
     """`ext`: the file's facts from the project index (analysis/project.py); None: those set by the
-    caller (`external.use`), else the file alone."""
+    caller (`external.use`), else the file alone. `source`: the module's code, if the caller has it
+    (positions are then computed one statement at a time)."""
     with settings_mod.use(s), (external.use(ext) if ext is not None else contextlib.nullcontext()):
         instances = [r() for r in selected_rules(s)]
-        fastwalk.visit_batched(module, instances)  # same hooks and metadata as MetadataWrapper's
+        fastwalk.visit_batched(module, instances, source)  # same hooks and metadata as MetadataWrapper's
     findings = [f for r in instances for f in r.findings]
     return sorted(findings, key=lambda f: f.sort_key)
 
@@ -202,10 +204,10 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: exter
     """
     s = replace(s, can_add_imports=True)
     module = cst.parse_module(source)
-    findings = lint_module(module, s, ext)
+    findings = lint_module(module, s, ext, source)
     fixed, codes = 0, Counter()
-    original = module.code
     if fix:
+        original = module.code
         for _ in range(MAX_FIX_PASSES):
             todo = _non_overlapping([f for f in findings if applicable(f, s)])
             if not todo:
@@ -215,8 +217,9 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: exter
                 break
             fixed += len(todo)
             codes.update(f.code for f in todo)
-            module = cst.parse_module(finish(original, new, s).bytes)  # each pass lints finished code
-            findings = lint_module(module, s, ext)
+            code = finish(original, new, s).bytes
+            module = cst.parse_module(code)  # each pass lints finished code
+            findings = lint_module(module, s, ext, code)
         with warnings.catch_warnings():  # the file's own SyntaxWarnings are not ours to print
             warnings.simplefilter("ignore")
             compile(module.code, "<fixed>", "exec", dont_inherit=True)

@@ -19,7 +19,9 @@ from typing import Callable
 
 import libcst as cst
 from libcst._batched_visitor import _BatchedCSTVisitor
-from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+from .positions import LazyPositions, lazy_positions, positions  # noqa: F401  (fastwalk's API)
 
 _VISITS = {"visit_required", "visit_optional", "visit_sentinel", "visit_iterable", "visit_sequence",
            "visit_body_iterable", "visit_body_sequence"}
@@ -155,117 +157,6 @@ def parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
     return out
 
 
-_NEWLINE = re.compile(r"\r\n?|\n")  # libcst's position_provider.NEWLINE_RE
-
-
-class _Record:
-    """`state.record_syntactic_position(...)` without a generator per node."""
-
-    __slots__ = ("state", "node", "start_node", "end_node", "start")
-
-    def __init__(self, state, node, start_node, end_node) -> None:
-        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
-
-    def __enter__(self) -> None:
-        self.start = (self.state.line, self.state.column)
-
-    def __exit__(self, *exc: object) -> bool:
-        st, computed = self.state, self.state.computed
-        start = computed[self.start_node][0] if self.start_node is not None else self.start
-        end = computed[self.end_node][1] if self.end_node is not None else (st.line, st.column)
-        computed[self.node] = (start, end)
-        return False
-
-
-class _PositionState:
-    """libcst's PositionProvidingCodegenState, step for step, with tuples for positions."""
-
-    __slots__ = ("default_indent", "default_newline", "indent_tokens", "tokens", "line", "column", "stack",
-                 "computed", "provider")
-
-    def __init__(self, module: cst.Module) -> None:
-        self.default_indent, self.default_newline = module.default_indent, module.default_newline
-        self.indent_tokens: list[str] = []
-        self.tokens: list[str] = []
-        self.line, self.column = 1, 0
-        self.stack: list[tuple[int, int]] = []
-        self.computed: dict = {}
-        self.provider = None
-
-    def increase_indent(self, value: str) -> None:
-        self.indent_tokens.append(value)
-
-    def decrease_indent(self) -> None:
-        self.indent_tokens.pop()
-
-    def add_indent_tokens(self) -> None:
-        for token in self.indent_tokens:
-            self.add_token(token)
-
-    def add_token(self, value: str) -> None:
-        self.tokens.append(value)
-        if "\n" in value or "\r" in value:
-            segments = _NEWLINE.split(value)
-            self.line += len(segments) - 1
-            self.column = len(segments[-1])
-        else:
-            self.column += len(value)
-
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        self.stack.append((self.line, self.column))
-
-    def after_codegen(self, node: cst.CSTNode) -> None:
-        start = self.stack.pop()
-        if node not in self.computed:
-            self.computed[node] = (start, (self.line, self.column))
-
-    def pop_trailing_newline(self) -> None:
-        if self.tokens:
-            self.tokens.pop()
-
-    def record_syntactic_position(self, node, *, start_node=None, end_node=None) -> _Record:
-        return _Record(self, node, start_node, end_node)
-
-
-class _LazyPositions:
-    """PositionProvider's mapping (CodeRange per node), computed on first use.
-
-    Most files have no finding, so most never pay for it.
-    """
-
-    def __init__(self, module: cst.Module) -> None:
-        self.module = module
-        self._map: dict | None = None
-
-    def _get(self) -> dict:
-        if self._map is None:
-            state = _PositionState(self.module)
-            self.module._codegen(state)  # type: ignore[arg-type]
-            self._map = state.computed
-        return self._map
-
-    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
-        (a, b), (c, d) = self._get()[node]
-        return CodeRange(CodePosition(a, b), CodePosition(c, d))
-
-    def get(self, node: cst.CSTNode, default=None):
-        return self[node] if node in self._get() else default
-
-    def __contains__(self, node: object) -> bool:
-        return node in self._get()
-
-
-def lazy_positions(module: cst.Module) -> _LazyPositions:
-    """PositionProvider's mapping for `module`, computed on first use."""
-    return _LazyPositions(module)
-
-
-def positions(module: cst.Module) -> dict:
-    """The same mapping as libcst's PositionProvider (for tests)."""
-    lazy = _LazyPositions(module)
-    return {n: lazy[n] for n in lazy._get()}
-
-
 _visitor_names: dict[type, list[str]] = {}
 
 
@@ -280,10 +171,11 @@ def _visitor_methods(v: object) -> dict[str, Callable]:
     return {name: getattr(v, name) for name in names}
 
 
-def visit_batched(module: cst.Module, visitors: list) -> None:
+def visit_batched(module: cst.Module, visitors: list, source: bytes | str | None = None) -> None:
     """`MetadataWrapper(module).visit_batched(visitors)` with cheaper metadata and dispatch.
 
-    Parents come from the fast walk, positions are computed only when asked for.
+    Parents come from the fast walk, positions are computed only when asked for (with `source`,
+    the module's code, one statement at a time: positions.py).
     Visitors that need any other provider, or use attribute hooks, take libcst's path.
     """
     deps = set().union(*(v.get_inherited_dependencies() for v in visitors)) if visitors else set()
@@ -294,8 +186,8 @@ def visit_batched(module: cst.Module, visitors: list) -> None:
     if not deps <= {ParentNodeProvider, PositionProvider} or any(_ATTR_HOOK.match(n) for n in methods):
         MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(visitors)
         return
-    metadata = {ParentNodeProvider: parents(module) if ParentNodeProvider in deps else {},
-                PositionProvider: _LazyPositions(module)}
+    up = parents(module) if ParentNodeProvider in deps else {}
+    metadata = {ParentNodeProvider: up, PositionProvider: LazyPositions(module, up or None, source)}
     for v in visitors:
         v.metadata = {k: metadata[k] for k in v.get_inherited_dependencies()}
     on_visit_of: dict[type, list[Callable]] = {}

@@ -4,7 +4,8 @@ Every rule reports only inside compiled code (`GraphMendRule.compiled_function`)
 default `compiled-scope = "reachable"` compiled code needs a root (analysis/scope.py):
   - a `forward` method of a class with a base (an nn.Module), or
   - a function decorated with, or passed to, one of `scope.COMPILE_FUNCS` (qualified through
-    the file's torch imports, so the file contains "torch" and the name's last part).
+    the file's torch imports, so the file contains "torch" and the name's last part, and names
+    it through a torch import: `names_compile`).
 A file with neither cannot have compiled code, so no rule can fire there: it is not parsed by
 libcst. The test is a superset of scope.py's roots (any class with any base counts), read from
 Python's own `ast` tree that the runner already builds to validate the file. tests/test_speed_*.py
@@ -28,6 +29,61 @@ def _needles() -> list[bytes]:
 _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
+def _import_aliases(tree: ast.AST) -> tuple[dict[str, str], bool]:
+    """Local name -> imported dotted name, from every import in the file (as Bindings merges all
+    scopes); and whether a `from torch... import *` may bind any name."""
+    aliases: dict[str, str] = {}
+    star = False
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:
+                    head = a.name.split(".")[0]
+                    aliases[head] = head
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            for a in n.names:
+                if a.name == "*":
+                    star = star or n.module.split(".")[0] == "torch"
+                else:
+                    aliases[a.asname or a.name] = f"{n.module}.{a.name}"
+    return aliases, star
+
+
+def _chain(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def names_compile(tree: ast.AST) -> bool:
+    """The file names a compile function through its torch imports (`torch.compile`,
+    `from torch import compile as c`, `import torch._dynamo as d; d.optimize`): a superset of the
+    decorators and calls scope.py qualifies as roots. `re.compile` and the word in a string are not."""
+    last = {q.rsplit(".", 1)[-1] for q in scope.COMPILE_FUNCS}
+    aliases, star = _import_aliases(tree)
+    if any(t.split(".")[0] == "torch" and t.rsplit(".", 1)[-1] in last for t in aliases.values()):
+        return True  # `from torch import compile as c`
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and n.attr in last or isinstance(n, ast.Name) and n.id in last:
+            if isinstance(n, ast.Name) and star:
+                return True
+            name = _chain(n)
+            if name is None:  # `f().compile`: not a qualified name, scope.py does not see it either
+                continue
+            head, _, rest = name.partition(".")
+            target = aliases.get(head)
+            if target is not None and (f"{target}.{rest}" if rest else target).split(".")[0] == "torch":
+                return True
+    return False
+
+
 def _has_forward_method(node: ast.AST, in_class: bool = False) -> bool:
     """A `def forward` anywhere inside a class with bases (statements only: defs are statements)."""
     for child in ast.iter_child_nodes(node):
@@ -46,7 +102,11 @@ def may_have_findings(source: bytes, compiled_scope: str, tree: ast.AST | None =
     if not ENABLED or compiled_scope != "reachable" or (ext is not None and ext.compiled):
         return True
     if b"torch" in source and any(n in source for n in _needles()):
-        return True
+        try:
+            if names_compile(tree if tree is not None else ast.parse(source)):
+                return True
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return True  # let libcst report what is wrong
     if b"forward" not in source:
         return False
     try:

@@ -88,13 +88,25 @@ def _decode(source: bytes) -> str:
         raise BadInput(f"cannot decode as {encoding}: byte 0x{source[e.start]:02x} at line {line}{hint}") from None
 
 
+_LEAVES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)  # nodes without children
+
+
 def _depth(tree: ast.AST) -> int:
+    """Nesting depth of `tree` (as ast.iter_child_nodes counts it), without a generator per node."""
     best, stack = 0, [(tree, 1)]
+    pop, push, node_type, leaves = stack.pop, stack.append, ast.AST, _LEAVES
     while stack:
-        node, d = stack.pop()
-        best = max(best, d)
-        step = len(node.values) - 1 if isinstance(node, ast.BoolOp) else 1  # libcst nests `a and b and c`
-        stack.extend((child, d + step) for child in ast.iter_child_nodes(node))
+        node, d = pop()
+        if d > best:
+            best = d
+        d += len(node.values) - 1 if node.__class__ is ast.BoolOp else 1  # libcst nests `a and b and c`
+        for name in node._fields:
+            value = getattr(node, name, None)
+            for child in value if value.__class__ is list else (value,):
+                if isinstance(child, leaves):
+                    best = max(best, d)
+                elif isinstance(child, node_type):
+                    push((child, d))
     return best
 
 

@@ -28,21 +28,10 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def _compiles(tree: ast.Module) -> bool:
-    """Code that may name a compile function (`torch.compile`, `from torch import compile as c`)."""
-    needles = {n.decode() for n in prefilter._needles()}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name) and n.id in needles or isinstance(n, ast.Attribute) and n.attr in needles:
-            return True
-        if isinstance(n, ast.alias) and needles & set(n.name.split(".")):
-            return True
-    return False
-
-
 def _whole_file(source: bytes, tree: ast.Module) -> bool:
     if b"\r" in source or b"\x0c" in source:
         return True
-    if b"torch" in source and any(n in source for n in prefilter._needles()) and _compiles(tree):
+    if b"torch" in source and any(n in source for n in prefilter._needles()) and prefilter.names_compile(tree):
         return True
     try:
         return tokenize.detect_encoding(io.BytesIO(source).readline)[0] != "utf-8"  # BOM: "utf-8-sig"

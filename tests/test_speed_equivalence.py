@@ -158,9 +158,14 @@ def test_prefilter_keeps_every_rule_example_and_fixture():
 
 def test_prefilter_skips_only_files_without_compiled_code():
     skip = [b"def f(x):\n    print(x)\n", b"import torch\nclass A:\n    def forward(self, x):\n        print(x)\n",
-            b"x = 'forward torch'\n"]
+            b"x = 'forward torch'\n",
+            b"import re, torch\nPAT = re.compile('x')\n",  # not torch's compile
+            b'import torch\ndef f():\n    """Use with `torch.compile`."""\n',  # named only in a string
+            b"import torch\nfrom x import compile\ncompile(f)\n"]
     keep = [PRINTING.encode(), b"import torch\n@torch.compile\ndef f(x):\n    print(x)\n",
             b"import torch as t\ng = t.compile(f)\n", b"from torch._dynamo import optimize\n",
+            b"import torch._dynamo as d\n@d.optimize('eager')\ndef f(x):\n    print(x)\n",
+            b"from torch import *\n@compile\ndef f(x):\n    print(x)\n",
             b"class A(B):\n    if X:\n        def forward(self, x):\n            print(x)\n"]
     assert [prefilter.may_have_findings(s, "reachable") for s in skip] == [False] * len(skip)
     assert all(prefilter.may_have_findings(s, "reachable") for s in keep)

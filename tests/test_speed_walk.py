@@ -171,3 +171,60 @@ def test_apply_fixes_rebuilds_only_the_path_to_the_fix():
             assert engine.apply_fixes(module, group).code == want, p
             fixed += 1
     assert fixed > 30
+
+
+ODD = '''# header comment
+
+@dec  # trailing
+# between decorators
+@ other . attr(1,
+    2)
+
+async def f(): return 1
+x = 1; y = 2;
+class A: pass
+class B(A):
+    """doc"""
+    # comment before a method
+    @property
+    def p(self): return 1; z = 3
+    class Inner:
+        def g(self):
+            pass
+      # odd comment
+    q = \\
+        4
+if x: y = 1
+# footer
+'''
+
+
+def _statement_modules():
+    yield "odd", ODD
+    yield "odd-cr", ODD.replace("\n", "\r")
+    yield "zoo", ZOO
+    for p in FIXTURES + SOURCES:
+        yield p.name, p.read_text()
+
+
+@pytest.mark.parametrize("name,source", list(_statement_modules()), ids=lambda v: v if len(v) < 80 else "")
+def test_positions_one_statement_at_a_time_equal_libcst(name, source):
+    """Positions computed per statement (with the source) equal libcst's for every node, and only
+    nodes outside every statement (the module's header and footer) need the whole module's code."""
+    module = cst.parse_module(source)
+    expected = dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+    up = fastwalk.parents(module)
+    lazy = fastwalk.LazyPositions(module, up, source)
+    outside = {n for n in up if up[n] is module and not isinstance(n, cst.BaseStatement)}
+    inside = [n for n in up if not any(a in outside for a in _ancestors(n, up, module))]
+    assert {n: lazy[n] for n in inside} == {n: expected[n] for n in inside}
+    assert lazy._map is None  # no whole-module codegen was needed
+    assert {n: lazy[n] for n in expected} == expected
+    if name.startswith("odd"):
+        assert len(lazy._units) >= 8  # methods of top-level classes are units of their own
+
+
+def _ancestors(node, up, module):
+    while node is not module:
+        yield node
+        node = up[node]
