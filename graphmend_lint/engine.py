@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -95,26 +94,62 @@ def apply_fixes(module: cst.Module, fixes: list, parents: dict | None = None) ->
 def text_edits(before: str, after: str) -> list[dict]:
     """The line edits that turn `before` into `after` (ruff's JSON shape: 1-based rows and columns)."""
     old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    edits = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if op != "equal":
-            edits.append({"content": "".join(new[j1:j2]), "location": {"row": i1 + 1, "column": 1},
-                          "end_location": {"row": i2 + 1, "column": 1}})
-    return edits
+    return [{"content": "".join(new[j1:j2]), "location": {"row": i1 + 1, "column": 1},
+             "end_location": {"row": i2 + 1, "column": 1}} for i1, i2, j1, j2 in layout.line_changes(old, new)]
 
 
-def _attach_edits(module: cst.Module, findings: list, s: settings_mod.Settings) -> None:
+class NotOnWhole(Exception):
+    """A fix's edits, computed on a skeleton, may not hold on the whole file."""
+
+
+def _attach_edits(module: cst.Module, findings: list, s: settings_mod.Settings, whole: str | None = None) -> None:
+    """`whole`: the whole file when `module` is its skeleton (runner.py); raises NotOnWhole unless
+    every fix's edits are shown to be those of the whole file (`_holds`)."""
     todo = [f for f in findings if f.replacement is not None and (not f.needs_torch_import or s.can_add_imports)]
     if not todo:
         return
-    before, parents = layout.module_code(module), fastwalk.parents(module)
-    parts = _Parts.of(module, before)
-    for f in todo:
-        edits = parts.edits(f, s, parents) if parts is not None and not f.needs_torch_import else None
-        if edits is None:  # the whole module's way
-            edits = text_edits(before, layout.module_code(finish(before, apply_fixes(module, [f], parents), s)))
-        f.edits = edits
-    layout.forget_code()
+    before, parts = _Parts.of(module)
+    parents = fastwalk.parents(module)
+    check = _Holds(module, parents, before, whole) if whole is not None else None
+    try:
+        for f in todo:
+            edits = parts.edits(f, s, parents) if parts is not None and not f.needs_torch_import else None
+            if edits is None:  # the whole module's way
+                edits = text_edits(before, layout.module_code(finish(before, apply_fixes(module, [f], parents), s)))
+            if check is not None and not check(f, edits):
+                raise NotOnWhole
+            f.edits = edits
+    finally:
+        layout.forget_code()
+
+
+class _Holds:
+    """Whether a fix's edits on the skeleton are those of the whole file (which keeps the same line
+    numbers and differs only in lines the skeleton blanked). Let U be the lines of the statements of
+    the block that holds the fix (the fix and the merge of adjacent guards change only those). If
+    the two texts agree on U and every edit lies in U, the fixed texts differ only where the texts
+    did, and difflib (set aside common start and end, then the same middle) gives the same edits."""
+
+    def __init__(self, module: cst.Module, parents: dict, before: str, whole: str) -> None:
+        self.module, self.parents = module, parents
+        self.lines, self.whole = before.splitlines(keepends=True), whole.splitlines(keepends=True)
+        self.positions = fastwalk.lazy_positions(module, parents, before)
+
+    def __call__(self, f, edits: list) -> bool:
+        if len(self.lines) != len(self.whole):
+            return False
+        block = self.parents.get(f.node)
+        while block is not None and not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            block = self.parents.get(block)
+        if block is None or not block.body:
+            return False
+        if block is self.module:
+            first, last = 1, len(self.lines)
+        else:
+            first, last = self.positions[block.body[0]].start.line, self.positions[block.body[-1]].end.line
+        if self.lines[first - 1:last] != self.whole[first - 1:last]:
+            return False
+        return all(first <= e["location"]["row"] <= e["end_location"]["row"] <= last + 1 for e in edits)
 
 
 class _Parts:
@@ -136,14 +171,16 @@ class _Parts:
             start += len(text)
 
     @classmethod
-    def of(cls, module: cst.Module, before: str) -> "_Parts | None":
-        if "\r" in before or "barry_as_FLUFL" in before:  # line endings / grammar that are not per statement
-            return None
+    def of(cls, module: cst.Module) -> "tuple[str, _Parts | None]":
+        """The module's code, and its parts when they add up to it. libcst's Module adds nothing
+        between its parts when it has a trailing newline, so their code is the module's then."""
         head = "".join(module.code_for_node(n) for n in module.header)
         texts = [module.code_for_node(stmt) for stmt in module.body]
-        if head + "".join(texts) + "".join(module.code_for_node(n) for n in module.footer) != before:
-            return None
-        return cls(module, before, texts, len(head))
+        joined = head + "".join(texts) + "".join(module.code_for_node(n) for n in module.footer)
+        before = joined if module.has_trailing_newline and joined else layout.module_code(module)
+        if "\r" in before or "barry_as_FLUFL" in before or joined != before:  # not per statement
+            return before, None
+        return before, cls(module, before, texts, len(head))
 
     def edits(self, f, s: settings_mod.Settings, parents: dict) -> list | None:
         node = f.node
@@ -196,8 +233,10 @@ def finish(before: str, module: cst.Module, s: settings_mod.Settings) -> cst.Mod
     return layout.wrap(merged, lines, s.line_length)
 
 
-def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: external.FileFacts | None = None) -> Result:
+def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: external.FileFacts | None = None,
+          whole: bytes | None = None) -> Result:
     """Lint `source`; with `fix`, apply allowed fixes pass after pass, then lint again.
+    `whole`: the whole file when `source` is its skeleton (lint only; see `_Holds`).
 
     Raises libcst.ParserSyntaxError (and decoding errors) for sources that do not parse,
     and SyntaxError when a fix would produce code Python rejects (nothing is returned then).
@@ -224,5 +263,5 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: exter
             warnings.simplefilter("ignore")
             compile(module.code, "<fixed>", "exec", dont_inherit=True)
     elif s.fix_edits:  # JSON output and the language server
-        _attach_edits(module, findings, s)
+        _attach_edits(module, findings, s, whole.decode("utf-8") if whole is not None else None)
     return Result(findings, module.bytes if fix else source, fixed, codes)

@@ -138,8 +138,13 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     _walk(node, on_visit, on_leave, visitor)
 
 
+_last_parents: list = []  # [(module, mapping)] of the last call: lint and fix edits ask for the same module
+
+
 def parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
-    """The same mapping as libcst's ParentNodeProvider (child -> parent)."""
+    """The same mapping as libcst's ParentNodeProvider (child -> parent); read-only."""
+    if _last_parents and _last_parents[0][0] is module:
+        return _last_parents[0][1]
     out: dict[cst.CSTNode, cst.CSTNode] = {}
     stack: list[cst.CSTNode] = []
 
@@ -154,6 +159,7 @@ def parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
             stack.pop()
 
     visit(module, _P())
+    _last_parents[:] = [(module, out)]
     return out
 
 
@@ -187,7 +193,7 @@ def visit_batched(module: cst.Module, visitors: list, source: bytes | str | None
         MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(visitors)
         return
     up = parents(module) if ParentNodeProvider in deps else {}
-    metadata = {ParentNodeProvider: up, PositionProvider: LazyPositions(module, up or None, source)}
+    metadata = {ParentNodeProvider: up, PositionProvider: lazy_positions(module, up or None, source)}
     for v in visitors:
         v.metadata = {k: metadata[k] for k in v.get_inherited_dependencies()}
     on_visit_of: dict[type, list[Callable]] = {}

@@ -104,6 +104,7 @@ class LazyPositions:
         self._source = source
         self._starts: dict | None = None  # statement -> line of its first token (after decorators)
         self._units: dict = {}  # statement -> its nodes' positions
+        self._lines: list[str] | None = None  # the source's lines (to check a statement's place)
 
     def _get(self) -> dict:
         if self._map is None:
@@ -150,9 +151,17 @@ class LazyPositions:
                     state.indent_tokens.append(self.module.default_indent if block.indent is None else block.indent)
                 unit._codegen(state)  # type: ignore[arg-type]
                 shift = line - state.computed[unit][0][0]
-                got = {n: ((a + shift, b), (c + shift, d)) for n, ((a, b), (c, d)) in state.computed.items()}
+                text = "".join(state.tokens)
+                if self._text_at(shift, text):  # the statement's code is where the shift puts it
+                    got = {n: ((a + shift, b), (c + shift, d)) for n, ((a, b), (c, d)) in state.computed.items()}
             self._units[unit] = got
         return self._units[unit]
+
+    def _text_at(self, shift: int, text: str) -> bool:
+        if self._lines is None:
+            source = self._source.decode("utf-8", "replace") if isinstance(self._source, bytes) else self._source
+            self._lines = source.splitlines(keepends=True)  # type: ignore[union-attr]
+        return shift >= 0 and "".join(self._lines[shift:shift + len(text.splitlines())]) == text
 
     def _find(self, node: cst.CSTNode):
         if self._map is None and self._parents is not None and self._source is not None:
@@ -208,9 +217,17 @@ def _pair(body, stmts: list, out: dict) -> dict:
 _COMPOUND = tuple(k for kinds in _PAIRS.values() for k in kinds)
 
 
+_last: list = []  # [LazyPositions] of the last call: a fix's edits ask for the module just linted
+
+
 def lazy_positions(module: cst.Module, parents: dict | None = None, source: bytes | str | None = None) -> LazyPositions:
-    """PositionProvider's mapping for `module`, computed on first use."""
-    return LazyPositions(module, parents, source)
+    """PositionProvider's mapping for `module`, computed on first use (shared with the last call's
+    for the same module)."""
+    if _last and _last[0].module is module and (source is None or _last[0]._source is not None):
+        return _last[0]
+    got = LazyPositions(module, parents, source)
+    _last[:] = [got]
+    return got
 
 
 def positions(module: cst.Module) -> dict:

@@ -182,9 +182,10 @@ def _fix_error(source: bytes, path: Path, e: SyntaxError) -> str:
 def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) -> engine.Result:
     """engine.check; lint-only runs parse the skeleton (skeleton.py), or the whole file if it fails.
 
-    With `fix_edits` (JSON, the server) the edits are computed on the whole source, so the whole
-    file is parsed again only when the skeleton's findings hold a fix (the skeleton gives the
-    same findings, fix availability included: tests/test_speed_skeleton.py)."""
+    With `fix_edits` (JSON, the server) the fixes' edits are computed on the skeleton too, and
+    the whole file is parsed again only when one of them is not shown to hold on the whole file
+    (engine._Holds). The skeleton gives the same findings, fix availability included, and the
+    same edits: tests/test_speed_skeleton.py."""
     if not fix:
         try:
             keep = {qn.rsplit(".", 1)[-1] for qn in ext.compiled} if ext is not None else set()
@@ -194,10 +195,9 @@ def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) ->
         if lean != source:
             try:
                 with external.use(ext):
-                    found = engine.check(lean, replace(s, fix_edits=False) if s.fix_edits else s).findings
-                if not s.fix_edits or all(f.replacement is None for f in found):
-                    return engine.Result(found, source, 0)
-            except cst.ParserSyntaxError:
+                    found = engine.check(lean, s, whole=source if s.fix_edits else None).findings
+                return engine.Result(found, source, 0)
+            except (cst.ParserSyntaxError, engine.NotOnWhole):
                 pass
     with external.use(ext):
         return engine.check(source, s, fix)

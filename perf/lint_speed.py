@@ -1,12 +1,14 @@
 """Lint speed: graphmend-lint vs `fixit --rules graphmend_lint lint`, same rules, same files.
 
     python perf/lint_speed.py [--tree DIR] [--sample 200] [--seed 0] [--jobs 2]
-    python perf/lint_speed.py --tree-only [--code DIR] [--out FILE]   # cold/warm tree + a 3-file run
+    python perf/lint_speed.py --tree-only [--code DIR] [--out FILE] [--output-format json|text]
 
 `--tree-only`: no Fixit; lints a copy of the tree cold and warm, then edits 3 files (a comment line
 appended) and lints those 3 alone with the warm cache, as a pre-commit hook would (per-file
 latency), and the same 3 with an empty cache. `--code DIR`: the graphmend_lint package to time
 (default: this checkout's), e.g. an export of the base commit for a same-time comparison.
+`--output-format text` times the pre-commit hook's output (no fix edits); json (the default)
+includes each fix's edits.
 
 Our CLI lints the whole tree (default: the installed `transformers` package) cold (empty cache),
 warm (unchanged files) and cold without the cache on the Fixit sample; Fixit lints a fixed, seeded
@@ -87,7 +89,21 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> dict:
             "returncode": proc.returncode, "stdout": out.decode(), "stderr": err.decode()}
 
 
-def ours_rows(stdout: str) -> set[tuple]:
+TEXT_ROW = re.compile(r"(.+?):(\d+):(\d+): (\w+) (.*)$")
+
+
+def text_rows(stdout: str) -> set[tuple]:
+    rows = set()
+    for line in stdout.splitlines():
+        m = TEXT_ROW.match(line)
+        if m:
+            rows.add((str(Path(m[1]).resolve()), int(m[2]), int(m[3]) - 1, m[4], m[5]))
+    return rows
+
+
+def ours_rows(stdout: str, fmt: str = "json") -> set[tuple]:
+    if fmt == "text":
+        return text_rows(stdout)
     return {(str(Path(d["filename"]).resolve()), d["location"]["row"], d["location"]["column"] - 1,
              d.get("name", d.get("code")), d["message"]) for d in json.loads(stdout or "[]")}  # ruff's shape: "code"
 
@@ -127,9 +143,9 @@ def tree_only(args) -> int:
         work.mkdir()
         env = {**os.environ, "PYTHONPATH": str(snap), "GRAPHMEND_CACHE_DIR": str(tmp / "cache"),
                "OMP_NUM_THREADS": "1"}
-        ours = [sys.executable, "-m", "graphmend_lint", "check", "--output-format", "json", "--exit-zero",
-                "-q", "-j", str(args.jobs)]
-        print(f"code {args.code}; tree copy of {src} ({len(files)} files); load before {os.getloadavg()}")
+        ours = [sys.executable, "-m", "graphmend_lint", "check", "--output-format", args.output_format,
+                "--exit-zero", "-q", "-j", str(args.jobs)]
+        print(f"code {args.code}, {args.output_format} output; tree copy of {src} ({len(files)} files); load before {os.getloadavg()}")
         runs = {}
         cold = timed([*ours, str(tree)], work, env)
         runs["tree_cold"] = summary("tree, cold", cold, len(files))
@@ -142,15 +158,16 @@ def tree_only(args) -> int:
         runs["three_edited_warm_cache"] = summary("3 edited files, warm cache", edited, 3)
         empty = timed([*ours, *map(str, three)], work, {**env, "GRAPHMEND_CACHE_DIR": str(tmp / "cache2")})
         runs["three_empty_cache"] = summary("3 files, empty cache", empty, 3)
-        if args.keep_output:  # the cold run's JSON, file names relative to the tree (to diff two codes)
+        if args.keep_output and args.output_format == "json":  # the cold run's JSON, file names relative to the tree (to diff two codes)
             items = json.loads(cold["stdout"] or "[]")
             for d in items:
                 d["filename"] = str(Path(d["filename"]).relative_to(tree))
             args.keep_output.write_text(json.dumps(items, indent=1, sort_keys=True) + "\n")
-        rows = ours_rows(cold["stdout"])
-        result = {"code": str(args.code), "tree": str(src), "files": len(files), "runs": runs,
-                  "findings_tree": len(rows), "warm_equals_cold": rows == ours_rows(warm["stdout"]),
-                  "findings_three": len(ours_rows(edited["stdout"])),
+        fmt = args.output_format
+        rows = ours_rows(cold["stdout"], fmt)
+        result = {"code": str(args.code), "tree": str(src), "files": len(files), "output_format": fmt, "runs": runs,
+                  "findings_tree": len(rows), "warm_equals_cold": rows == ours_rows(warm["stdout"], fmt),
+                  "findings_three": len(ours_rows(edited["stdout"], fmt)),
                   "load_average_after": os.getloadavg()}
         findings_path = args.out.with_suffix(".findings.json")
         findings_path.write_text(json.dumps(sorted(
@@ -173,6 +190,7 @@ def main() -> int:
     ap.add_argument("--tree-only", action="store_true")
     ap.add_argument("--code", type=Path, default=ROOT / "graphmend_lint")
     ap.add_argument("--keep-output", type=Path, help="--tree-only: write the cold run's JSON output here")
+    ap.add_argument("--output-format", choices=("json", "text"), default="json", help="--tree-only: the CLI's output")
     args = ap.parse_args()
     if args.tree_only:
         return tree_only(args)

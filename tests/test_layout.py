@@ -252,3 +252,33 @@ def test_other_generated_headers(header):
 def test_a_comment_about_generation_further_down_is_not_a_header():
     source = GENERATED.split("\n", 4)[4].replace("        return x", "        # do not edit this line\n        return x")
     assert engine.check(source.encode(), settings.Settings(), fix=True).fixed == 1
+
+
+def test_line_changes_turn_old_into_new():
+    """The changed runs (common start and end set aside before difflib) rebuild the new lines."""
+    import random
+
+    rng = random.Random(0)
+    for _ in range(2000):
+        old = [rng.choice("abcde") for _ in range(rng.randint(0, 12))]
+        new = list(old)
+        for _ in range(rng.randint(0, 3)):
+            k = rng.randint(0, len(new))
+            r = rng.random()
+            if r < 0.4:
+                new.insert(k, rng.choice("abcdeX"))
+            elif new:
+                new[min(k, len(new) - 1):min(k, len(new) - 1) + 1] = [] if r < 0.7 else [rng.choice("abX")]
+        out = list(old)
+        for i1, i2, j1, j2 in reversed(layout.line_changes(old, new)):
+            assert old[i1:i2] != new[j1:j2]
+            out[i1:i2] = new[j1:j2]
+        assert out == new, (old, new)
+    assert layout.line_changes(list("abc"), list("abc")) == []
+    assert layout.line_changes(list("abcd"), list("abXd")) == [(2, 3, 2, 3)]
+
+
+@pytest.mark.parametrize("source", ["x = 1\n", "x = 1", "", "\n", "# c", "# c\n", "# h\n\nclass A:\n    pass\n# f\n"])
+def test_module_parts_add_up_to_its_code(source):
+    module = cst.parse_module(source)
+    assert engine._Parts.of(module)[0] == module.code

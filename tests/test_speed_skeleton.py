@@ -194,10 +194,21 @@ def _with_edits(findings: list) -> list:
                    f.replacement is None, f.needs_torch_import, repr(f.edits)) for f in findings)
 
 
-def test_json_edits_lint_the_skeleton_first():
-    """With fix_edits (JSON, the server) the skeleton is linted first and the whole file only
-    when a fix is found: findings and every fix's edits as the whole file's."""
+def test_json_edits_lint_the_skeleton_first(monkeypatch):
+    """With fix_edits (JSON, the server) the skeleton is linted and its fixes' edits computed
+    there; the whole file is parsed only when an edit is not shown to hold on it (engine._Holds):
+    findings and every fix's edits as the whole file's."""
     checked = fixable = 0
+    served: list = []  # files whose edits came from the skeleton
+    check = engine.check
+
+    def counting(source, s, fix=False, ext=None, whole=None):
+        result = check(source, s, fix, ext, whole)
+        if whole is not None and any(f.edits for f in result.findings):
+            served.append(source)
+        return result
+
+    monkeypatch.setattr(engine, "check", counting)
     for p in [*FIXTURES, *_transformers_models()]:
         source = p.read_bytes()
         try:
@@ -207,11 +218,11 @@ def test_json_edits_lint_the_skeleton_first():
         if not prefilter.may_have_findings(source, S.compiled_scope, tree):
             continue
         got = runner._check(source, tree, S_EDITS, False).findings
-        whole = engine.check(source, S_EDITS).findings
+        whole = check(source, S_EDITS).findings
         assert _with_edits(got) == _with_edits(whole), p
         checked += 1
         fixable += any(f.edits for f in whole)
-    assert checked > 20 and fixable > 10
+    assert checked > 20 and fixable > 10 and len(served) > 5
 
 
 def test_edits_per_statement_equal_the_whole_module_way():
@@ -234,3 +245,46 @@ def test_edits_per_statement_equal_the_whole_module_way():
                 assert f.edits == want, (f.code, f.line)
                 compared += 1
     assert compared > 100
+
+
+HOLDS = b'''import torch
+from torch import nn
+
+
+def unused(x):
+    """Dropped from the skeleton."""
+    return x
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def helper_never_called(self):
+        return 1
+
+    def forward(self, x):
+        """Blanked in the skeleton: the fix's block starts below it."""
+        y = self.lin(x)
+        print("shape", y.shape)
+        return y
+'''
+
+
+@pytest.mark.parametrize("source,from_skeleton", [
+    (HOLDS, True),
+    (HOLDS.replace(b"import torch\n", b""), False),  # the fix adds `import torch` above the block
+])
+def test_json_edits_on_the_skeleton_or_the_whole_file(source, from_skeleton, monkeypatch):
+    """A fix's edits are taken from the skeleton only when they lie in the fix's block and the
+    block reads the same in both texts (engine._Holds); else the whole file is linted again."""
+    tree = runner.validate(source)
+    assert skeleton.skeleton(source, tree) != source
+    calls: list = []
+    check = engine.check
+    monkeypatch.setattr(engine, "check", lambda src, *a, **k: calls.append(src) or check(src, *a, **k))
+    got = runner._check(source, tree, S_EDITS, False).findings
+    assert [f.code for f in got] == ["GM201"] and got[0].edits
+    assert _with_edits(got) == _with_edits(check(source, S_EDITS).findings)
+    assert calls[-1] != source if from_skeleton else calls[-1] == source

@@ -228,3 +228,15 @@ def _ancestors(node, up, module):
     while node is not module:
         yield node
         node = up[node]
+
+
+def test_a_statement_found_elsewhere_than_its_code_falls_back_to_the_whole_module():
+    """The line Python's ast gives is checked against the statement's own code: where the source
+    there is not the statement's code, the whole module's code gives the positions."""
+    module = cst.parse_module("x = 1\nclass A:\n    def f(self):\n        return 2\n")
+    up = fastwalk.parents(module)
+    lazy = fastwalk.LazyPositions(module, up, "x = 1\nclass A:\n    def f(self):\n        return (3)\n")
+    expected = dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+    ret = next(n for n in up if isinstance(n, cst.Return))
+    assert lazy[ret] == expected[ret] and lazy[ret].start.line == 4
+    assert lazy._map is not None  # computed from the whole module

@@ -49,13 +49,28 @@ def forget_code() -> None:
     del _code_memo[:]
 
 
+def line_changes(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
+    """(i1, i2, j1, j2) of each changed run: `old[i1:i2]` became `new[j1:j2]` (difflib's opcodes
+    other than "equal"). The lines both share at the start and at the end are set aside first:
+    a fix changes a few lines of a long file, and difflib's cost grows with what it compares."""
+    n = min(len(old), len(new))
+    head = 0
+    while head < n and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    a, b = old[head:len(old) - tail], new[head:len(new) - tail]
+    return [(i1 + head, i2 + head, j1 + head, j2 + head)
+            for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+            if op != "equal"]
+
+
 def changed_lines(before: str, after: str) -> set[int]:
     """1-based numbers of the lines of `after` that are not in `before` (by difflib)."""
-    old, new = before.splitlines(), after.splitlines()
     out: set[int] = set()
-    for op, _, _, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if op != "equal":
-            out.update(range(j1 + 1, j2 + 1))
+    for _, _, j1, j2 in line_changes(before.splitlines(), after.splitlines()):
+        out.update(range(j1 + 1, j2 + 1))
     return out
 
 
