@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextvars
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -175,26 +176,45 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-def find_line_length(start: Path) -> int:
-    """`line-length` of the nearest ruff.toml, .ruff.toml or pyproject.toml [tool.ruff]/[tool.black]."""
+def _line_length_in(d: Path) -> int | None:
+    """The line length that `d`'s own formatter config decides, or None when it decides none."""
+    for name in ("ruff.toml", ".ruff.toml", "pyproject.toml"):
+        candidate = d / name
+        if not candidate.is_file():
+            continue
+        try:
+            data = _read_toml(candidate)
+        except ConfigError:
+            continue
+        tables = [data] if name != "pyproject.toml" else [
+            data.get("tool", {}).get("ruff"), data.get("tool", {}).get("black")]
+        for table in tables:
+            if isinstance(table, dict) and isinstance(table.get("line-length"), int):
+                return table["line-length"]
+        if name == "pyproject.toml" and any(isinstance(x, dict) for x in tables):
+            return 88  # the nearest formatter config sets no length: its default
+    return None
+
+
+def find_line_length(start: Path, memo: dict | None = None) -> int:
+    """`line-length` of the nearest ruff.toml, .ruff.toml or pyproject.toml [tool.ruff]/[tool.black].
+    `memo`: folder -> length, shared by the calls of one run."""
+    memo = {} if memo is None else memo
     start = start.resolve()
+    chain = []
+    found = 88
     for d in (start, *start.parents):
-        for name in ("ruff.toml", ".ruff.toml", "pyproject.toml"):
-            candidate = d / name
-            if not candidate.is_file():
-                continue
-            try:
-                data = _read_toml(candidate)
-            except ConfigError:
-                continue
-            tables = [data] if name != "pyproject.toml" else [
-                data.get("tool", {}).get("ruff"), data.get("tool", {}).get("black")]
-            for table in tables:
-                if isinstance(table, dict) and isinstance(table.get("line-length"), int):
-                    return table["line-length"]
-            if name == "pyproject.toml" and any(isinstance(x, dict) for x in tables):
-                return 88  # the nearest formatter config sets no length: its default
-    return 88
+        if d in memo:
+            found = memo[d]
+            break
+        chain.append(d)
+        got = _line_length_in(d)
+        if got is not None:
+            found = got
+            break
+    for d in chain:
+        memo[d] = found
+    return found
 
 
 def _config_table(path: Path) -> dict:
@@ -238,6 +258,8 @@ class Discovery:
         self._nearest: dict[Path, Path | None] = {}
         self._built: dict[Path | None, Settings] = {}
         self._lengths: dict[Path, int] = {}
+        self._real: dict[Path, Path] = {}  # folder as given -> resolved
+        self._dirs: dict[Path, Settings] = {}  # resolved folder -> its settings
 
     def _find(self, d: Path) -> Path | None:
         chain = []
@@ -269,17 +291,27 @@ class Discovery:
     def for_dir(self, d: Path) -> Settings:
         if self.config is not None:
             return self._build(self.config)
-        d = d.resolve()
-        found = self._find(d) or self._find(self.cwd)
-        s = self._build(found)
-        if found is None and "line-length" not in self.overrides:  # no project: the file's formatter config
-            if d not in self._lengths:
-                self._lengths[d] = find_line_length(d)
-            s = replace(s, line_length=self._lengths[d])
-        return s
+        if d not in self._real:
+            self._real[d] = d.resolve()
+        d = self._real[d]
+        if d not in self._dirs:
+            found = self._find(d) or self._find(self.cwd)
+            s = self._build(found)
+            if found is None and "line-length" not in self.overrides:  # no project: the file's formatter config
+                s = replace(s, line_length=find_line_length(d, self._lengths))
+            self._dirs[d] = s
+        return self._dirs[d]
 
     def for_path(self, path: Path) -> Settings:
         """Settings of a file (per-file-ignores applied) or a folder."""
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and stat.S_ISDIR(mode):
+            return self.for_dir(path)
+        if mode is not None and stat.S_ISREG(mode):  # not a link: its folder is its parent's real path
+            return self.for_dir(path.parent).for_file(path)
         if path.is_dir():
             return self.for_dir(path)
         return self.for_dir(path.resolve().parent).for_file(path)

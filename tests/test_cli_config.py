@@ -295,3 +295,21 @@ def test_line_length_of_a_file_outside_any_graphmend_project(tmp_path_factory, c
     # at the default 88 the guarded print (76 characters) would stay on one line
     assert ('            print(\n                "a rather long message about the input",\n'
             '                x.shape,\n                x.dtype,\n            )\n') in text
+
+
+def test_settings_of_a_linked_file_come_from_its_real_folder(tmp_path):
+    """A file's settings are those of its folder; a link to a file is followed first (as before the
+    per-folder memo): the link in a folder without config takes the target project's settings."""
+    from graphmend_lint import settings as settings_mod
+
+    proj, other = tmp_path / "proj", tmp_path / "other"
+    proj.mkdir(), other.mkdir()
+    (proj / "pyproject.toml").write_text('[tool.graphmend]\nselect = ["GM2"]\n')
+    (proj / "m.py").write_text("x = 1\n")
+    (other / "link.py").symlink_to(proj / "m.py")
+    (other / "plain.py").write_text("x = 1\n")
+    d = settings_mod.Discovery(cwd=tmp_path)
+    assert d.for_path(proj / "m.py").select == ("GM2",)
+    assert d.for_path(other / "link.py").select == ("GM2",)
+    assert d.for_path(other / "plain.py").select != ("GM2",)
+    assert d.for_path(proj).select == ("GM2",) and d.for_path(other).select != ("GM2",)
