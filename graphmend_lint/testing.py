@@ -191,8 +191,11 @@ def graph_break_report(fn_or_module, *inputs, within=None, allow=(), kwargs=None
         torch._dynamo.reset()  # a fresh cache: breaks of this call, not of an earlier test's
     compiled = torch.compile(fn_or_module, backend=backend, fullgraph=False)
     with Recorder() as rec:
-        for args in [inputs, *also]:
-            compiled(*args, **(kwargs or {}))
+        for args in [inputs, *also]:  # `also`: tuples of inputs, or dicts of keyword inputs
+            if isinstance(args, dict):
+                compiled(*inputs, **{**(kwargs or {}), **args})
+            else:
+                compiled(*args, **(kwargs or {}))
     breaks = rec.sites()
     # lint the watched files the breaks ran through, and join as verify does
     paths = sorted({os.path.realpath(f) for b in breaks for f, _ in b.frames() if _inside(f, dirs)})
@@ -233,7 +236,8 @@ def assert_no_graph_breaks(fn_or_module, *inputs, within=None, allow=(), **optio
     """Fail (AssertionError) when compiling and calling `fn_or_module(*inputs)` breaks the graph in
     `within` (package names, module names or folders; default: the package `fn_or_module` comes
     from). `allow`: GB ids, rule codes or "path:line" patterns of breaks to accept. Options:
-    `kwargs` (keyword inputs), `also` (more input tuples to call with: recompiles show there),
+    `kwargs` (keyword inputs), `also` (more calls: tuples of inputs or dicts of keyword inputs;
+    recompiles show there),
     `backend` ("eager"),
     `max_recompiles` (0; None ignores them), `reset` (True: `torch._dynamo.reset()` first).
     Returns the report when it passes."""
