@@ -12,11 +12,15 @@
     def test_legacy(no_graph_breaks): ...
 
 pytest loads this module in every project that installs graphmend-lint: it imports neither torch
-nor the linter until the fixture is called.
+nor the linter until the fixture is called. Fixit (`fixit --rules graphmend_lint`) imports every
+module of graphmend_lint, where pytest need not be installed: then this one defines nothing.
 """
 from __future__ import annotations
 
-import pytest
+try:
+    import pytest
+except ImportError:  # imported by Fixit's rule collection, not by pytest
+    pytest = None
 
 
 def pytest_addoption(parser) -> None:
@@ -32,8 +36,7 @@ def pytest_configure(config) -> None:
                    "(graphmend_lint.testing.assert_no_graph_breaks)")
 
 
-@pytest.fixture
-def no_graph_breaks(request):
+def _no_graph_breaks(request):
     """`no_graph_breaks(fn_or_module, *inputs, **options)`: compile, call, and fail the test on a graph
     break inside `graphmend_within` (see graphmend_lint.testing.assert_no_graph_breaks)."""
     defaults: dict = {}
@@ -57,3 +60,7 @@ def no_graph_breaks(request):
         return assert_no_graph_breaks(fn_or_module, *inputs, **opts)
 
     return check
+
+
+if pytest is not None:
+    no_graph_breaks = pytest.fixture(name="no_graph_breaks")(_no_graph_breaks)

@@ -180,6 +180,15 @@ def test_plugin_and_testing_import_without_torch():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
+def test_fixit_collects_the_rules_without_pytest_or_torch():
+    """Fixit imports every module of graphmend_lint (the pre-commit hook's env has no pytest)."""
+    code = ("import sys; sys.modules['torch'] = None; sys.modules['pytest'] = None\n"
+            "import fixit.config, graphmend_lint\n"
+            "rules = fixit.config.walk_module(graphmend_lint)\n"
+            "assert len(rules) >= 20, rules\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
 def test_plugin_is_registered_by_entry_point():
     from graphmend_lint.settings import tomllib
 
