@@ -6,6 +6,7 @@ passes after `graphmend-lint check --fix`, in train and eval mode; frames outsid
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -230,3 +231,42 @@ def test_pytest_plugin_fixture_and_marker(pkg, tmp_path):
                          capture_output=True, text=True, cwd=proj, env=env)
     assert "1 failed, 2 passed" in out.stdout, out.stdout + out.stderr
     assert f"{name}/model.py:15: GB0059" in out.stdout and "-> GM201 [safe fix]" in out.stdout
+
+
+@pytest.mark.slow
+def test_gate_on_tiny_bart_before_and_after_fix(tmp_path, capsys):
+    """transformers 4.44.2 BART (fp16, random weights): the encoder's overflow clamp breaks the graph
+    (modeling_bart.py:585, GM101); after `check --fix` on a copy of the file, no break is left."""
+    transformers = pytest.importorskip("transformers")
+    from graphmend_lint.testing import GraphBreakError, assert_no_graph_breaks
+
+    cfg = transformers.BartConfig(vocab_size=64, d_model=16, encoder_layers=2, decoder_layers=1,
+                                  encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+                                  decoder_ffn_dim=32, max_position_embeddings=32)
+    ids = torch.randint(3, 64, (2, 8), generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(0)
+    model = transformers.BartModel(cfg).to(torch.float16).eval()
+    with pytest.raises(GraphBreakError) as err:
+        assert_no_graph_breaks(model, ids, within=["transformers"])
+    text = str(err.value)
+    assert "transformers/models/bart/modeling_bart.py:585: GB0170 Data-dependent branching" in text
+    assert "-> GM101 [safe fix]" in text and "+            hidden_states = torch.where(" in text
+    assert "site-packages" not in text and "torch/_dynamo" not in text
+
+    source = Path(transformers.__file__).parent / "models" / "bart" / "modeling_bart.py"
+    dst = tmp_path / "modeling_bart_gm.py"
+    dst.write_bytes(source.read_bytes())
+    main(["check", "--fix", "--no-cache", "--select", "GM1,GM2", str(dst)])
+    capsys.readouterr()
+    name = "transformers.models.bart.modeling_bart_gm"  # a sibling module: its relative imports resolve
+    spec = importlib.util.spec_from_file_location(name, dst)
+    fixed = importlib.util.module_from_spec(spec)
+    sys.modules[name] = fixed
+    try:
+        spec.loader.exec_module(fixed)
+        torch.manual_seed(0)
+        model = fixed.BartModel(cfg).to(torch.float16).eval()
+        rep = assert_no_graph_breaks(model, ids, within=["transformers", str(tmp_path)])
+        assert rep.breaks == 0 and rep.graphs == 1
+    finally:
+        del sys.modules[name]
