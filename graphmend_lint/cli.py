@@ -18,15 +18,25 @@ def _codes(value: str) -> tuple[str, ...]:
     """A comma-separated list of rule selectors; one that names no rule is an error (exit 2)."""
     codes = tuple(c.strip().upper() for c in value.split(",") if c.strip())
     bad = settings.unknown_selectors(codes)
-    if bad:
-        raise argparse.ArgumentTypeError(
+    if bad:  # a ConfigError passes through argparse: one line, exit 2, no usage text (as config errors)
+        raise settings.ConfigError(
             f"unknown rule selector {', '.join(f'`{c}`' for c in bad)} (`graphmend-lint rule --all` lists the rules)")
     return codes
 
 
+class _Version(argparse.Action):
+    """`--version`: the version, and the commit a git install was built from (version.py)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import version
+
+        print(f"graphmend-lint {version.describe()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="graphmend-lint", description=__doc__)
-    p.add_argument("--version", action="version", version=f"graphmend-lint {__version__}")
+    p.add_argument("--version", action=_Version, nargs=0, help="show the version (and the git commit) and exit")
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("check", help="lint files (and fix them with --fix)", description="Lint files; "
@@ -47,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text (one line a finding), full (with the source), json (as ruff's), github, sarif")
     c.add_argument("--statistics", action="store_true", help="show counts per rule, most frequent first")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    c.add_argument("--fix-generated", action="store_true", default=None,
+                   help="also fix generated files (a \"do not edit\" header), e.g. an installed package you patch")
     c.add_argument("--compiled-scope", choices=settings.SCOPES,
                    help="reachable: forward()s, compiled functions and their helpers; all: every function")
     c.add_argument("--config", action="append", default=[], metavar="PATH|KEY=VALUE",
@@ -113,6 +125,8 @@ def _discovery(args: argparse.Namespace) -> settings.Discovery:
             s = replace(s, unsafe_fixes=args.unsafe_fixes)
         if args.compiled_scope:
             s = replace(s, compiled_scope=args.compiled_scope)
+        if args.fix_generated:
+            s = replace(s, fix_generated=True)
         return replace(s, fix_edits=fix_edits) if fix_edits else s
 
     return settings.Discovery(config, overrides, adjust)
@@ -164,7 +178,7 @@ def _would_fix(n: int, args: argparse.Namespace) -> None:
 
 
 def _report(rows: list, errors: list, unsafe: bool, fixed: int, args: argparse.Namespace,
-            sources: dict | None = None) -> None:
+            sources: dict | None = None, listed: bool = False) -> None:
     if args.statistics:
         if rows:
             print(output.statistics(rows, unsafe))
@@ -173,7 +187,7 @@ def _report(rows: list, errors: list, unsafe: bool, fixed: int, args: argparse.N
     if text:
         print(text)
     if args.output_format in ("text", "full") and not args.quiet:
-        line = output.summary(rows, unsafe, fixed, errors=bool(errors))
+        line = output.summary(rows, unsafe, fixed, errors=bool(errors), listed=listed)
         if line:
             print(line)
 
@@ -204,6 +218,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     errors = [(p, "no such file or directory") for p in missing]
     _set_speedups(args)
     files = list(discover(paths, found_settings.for_dir, args.force_exclude))
+    if not files and not missing:  # as ruff: say so, rather than "All checks passed!" on nothing
+        print("warning: No Python files found under the given path(s)", file=sys.stderr)
     groups: dict[tuple, list[Path]] = {}
     for f in files:  # files of one project (and the same per-file-ignores) are checked together
         s = found_settings.for_path(f)
@@ -240,7 +256,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         if not args.quiet and not args.show_fixes:
             print(f"Fixed {fixed} error{'s' if fixed != 1 else ''}." if fixed else "No errors fixed.")
         return EXIT_ERROR if errors else EXIT_CLEAN
-    _report(rows, errors, unsafe, 0 if args.show_fixes else fixed, args)
+    _report(rows, errors, unsafe, fixed, args, listed=bool(args.show_fixes))
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if rows and not args.exit_zero else EXIT_CLEAN
@@ -261,16 +277,24 @@ def cmd_rule(args: argparse.Namespace) -> int:
 
 def cmd_server(args: argparse.Namespace) -> int:
     try:
+        import lsprotocol.types  # noqa: F401 - imported here, so a missing extra is a message, not a traceback
+        import pygls.lsp.server  # noqa: F401
+
         from . import server
     except ImportError as e:
-        print(f"error: the language server needs pygls: pip install 'graphmend-lint[lsp]' ({e})", file=sys.stderr)
+        print(f"error: the language server needs the [lsp] extra (pygls, lsprotocol): "
+              f"pip install 'graphmend-lint[lsp]' ({e})", file=sys.stderr)
         return EXIT_ERROR
     server.serve()
     return EXIT_CLEAN
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except settings.ConfigError as e:  # a bad --select/--ignore value
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         if args.command == "rule":
             return cmd_rule(args)

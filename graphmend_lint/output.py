@@ -80,12 +80,13 @@ def full(rows: list, unsafe: bool, errors=(), sources=None) -> str:
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 
-def summary(rows: list, unsafe: bool, fixed: int, errors: bool = False) -> str:
-    """ruff's closing lines; never "All checks passed!" when a file could not be checked."""
+def summary(rows: list, unsafe: bool, fixed: int, errors: bool = False, listed: bool = False) -> str:
+    """ruff's closing lines; never "All checks passed!" when a file could not be checked.
+    `listed`: the fixes were listed already (--show-fixes); what is left is still "remaining"."""
     parts = []
     n = len(rows)
     states = Counter(_fix_state(f, unsafe) for _, f in rows)
-    if fixed:
+    if fixed and not listed:
         parts.append(f"Fixed {fixed} error{'s' if fixed != 1 else ''}.")
     if n == 0:
         if not fixed and not errors:

@@ -62,7 +62,8 @@ class Linter:
     @staticmethod
     def diagnostic(f):
         return T.Diagnostic(
-            _range(f.line, f.col, f.end_line, f.end_col), f.message, severity=T.DiagnosticSeverity.Warning,
+            _range(f.line, f.col, f.end_line, f.end_col), f.message,
+            severity=T.DiagnosticSeverity.Error,  # as SARIF, `github` and the CLI ("Found 1 error.") say
             code=f.code, code_description=T.CodeDescription(href=docs.rule_url(f.code)), source=SOURCE)
 
     def actions(self, uri: str, wanted) -> list:

@@ -42,6 +42,7 @@ class Settings:
     respect_gitignore: bool = True
     line_length: int = 88  # of produced code: [tool.ruff]/[tool.black] line-length
     fix_edits: bool = False  # give each fix as text edits (JSON output, the language server)
+    fix_generated: bool = False  # fix files whose header says they are generated (fixes/house.py)
 
     @property
     def excludes(self) -> tuple[str, ...]:
@@ -66,8 +67,8 @@ class Settings:
 
 def _as_tuple(table: dict, key: str) -> tuple[str, ...]:
     value = table.get(key, [])
-    if isinstance(value, str):
-        value = [value]
+    if isinstance(value, str):  # `select = "GM1"`: as ruff, a list is required (never silently one item)
+        raise ConfigError(f"[tool.graphmend] {key} must be a list of strings, e.g. {key} = [{value!r}]".replace("'", '"'))
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"[tool.graphmend] {key} must be a list of strings")
     return tuple(value)
@@ -102,11 +103,14 @@ def _extra(s: Settings, table: dict) -> Settings:
     length = table.get("line-length", s.line_length)
     if not isinstance(length, int) or isinstance(length, bool) or not 1 <= length <= 320:
         raise ConfigError("[tool.graphmend] line-length must be an integer from 1 to 320")
+    generated = table.get("fix-generated", False)
+    if not isinstance(generated, bool):
+        raise ConfigError("[tool.graphmend] fix-generated must be true or false")
     return replace(s, extend_exclude=_as_tuple(table, "extend-exclude"), per_file_ignores=_per_file_ignores(table),
-                   respect_gitignore=gitignore, line_length=length)
+                   respect_gitignore=gitignore, line_length=length, fix_generated=generated)
 
 
-EXTRA_KEYS = {"extend-exclude", "per-file-ignores", "respect-gitignore", "line-length"}
+EXTRA_KEYS = {"extend-exclude", "per-file-ignores", "respect-gitignore", "line-length", "fix-generated"}
 
 
 _QUALIFIED = re.compile(r"[A-Za-z_*?\[][\w*?\[\]!-]*(\.[A-Za-z_*?\[][\w*?\[\]!-]*)*")

@@ -23,6 +23,22 @@ if ROOT not in sys.path:
 from perf import fixer, hf_models, report  # noqa: E402
 
 QUICK_LOCAL = ["branch_block", "logging_layer"]
+
+
+def charts_available() -> bool:
+    """Charts need matplotlib (the [perf] extra). Without it, say so once, before any case runs, and
+    write the report without charts (not a ModuleNotFoundError after the first case)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):  # sys.modules["matplotlib"] = None
+        found = False
+    if not found:
+        print("perf: matplotlib is not installed (pip install -e '.[perf]'); the report is written without "
+              "charts", file=sys.stderr, flush=True)
+        report.charts = lambda *args, **kwargs: None
+    return found
 QUICK_HF = ["hf_bart"]
 
 
@@ -193,6 +209,7 @@ def main(argv=None):
         args.steady = 9 if args.quick else 20
     args.steady = max(args.steady, 9)
     os.makedirs(args.out, exist_ok=True)
+    charts_available()
     work = tempfile.mkdtemp(prefix="gm_perf_")
     variants = ["unfixed", "fixed"] + (["fixed_unsafe"] if args.unsafe else [])
     modes = [None] + (["reduce-overhead"] if args.device == "cuda" and args.backend == "inductor" else [])

@@ -57,6 +57,19 @@ def test_the_pinned_commit_exists_and_has_the_hooks():
         assert git("cat-file", "-e", f"{rev}:graphmend_lint/server.py").returncode == 0
 
 
+def test_the_pin_is_a_commit_of_main_with_what_the_readme_documents():
+    """`verify`, the pytest gate, the action, --version's commit: a pin without them fails newcomers."""
+    if shutil.which("git") is None or git("rev-parse", "--git-dir").returncode != 0:
+        pytest.skip("not a git checkout")
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        pytest.skip("shallow clone: the pinned commit may not be here")
+    sys.path.insert(0, str(ROOT / "tests"))
+    import pin
+
+    assert pin.problems() == []
+    assert "graphmend-lint@PIN" not in README
+
+
 def test_no_unreleased_tag_is_named():
     assert "rev: v0." not in README
     assert "pip install graphmend-lint\n" not in README

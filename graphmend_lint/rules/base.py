@@ -137,7 +137,7 @@ class GraphMendRule(LintRule):
         """
         if not self.settings.selects(self.CODE) or self.ignore_lint(node):
             return
-        if replacement is not None and getattr(self, "generated", None) is not None:
+        if replacement is not None and getattr(self, "generated", None) is not None and not self.settings.fix_generated:
             message, replacement = f"{message}; {house.no_fix_reason(self.generated)}", None
         if replacement is None:
             safety = Safety.NONE

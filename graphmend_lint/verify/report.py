@@ -55,20 +55,26 @@ def _fix_label(f, s: Settings) -> str:
     return {"safe": "safe fix", "unsafe": "unsafe fix", "none": "no fix"}[kind]
 
 
+def site_lines(site: Site, s: Settings, where=show) -> list[str]:
+    """One runtime break site joined with our findings on its statement (also the pytest gate's)."""
+    b = site.brk
+    gbs = ", ".join(g for g in [b.gb, *b.also] if g) or "no GB id"
+    skip = "; the frame then ran in eager" if b.frame_skip else ""
+    out = [f"{where(site.path)}:{site.line}: {gbs} {b.reason} (hit {site.count}x while compiling{skip})"]
+    if b.gb:
+        out.append(f"    {gb_url(b.gb)}")
+    if site.findings:
+        for f in site.findings:
+            out.append(f"    -> {f.code} [{_fix_label(f, s)}] {f.message}")
+    else:
+        out.append("    -> not found statically")
+    return out
+
+
 def as_text(v: Verdict, s: Settings, fixed: FixedRun | None, after: Verdict | None) -> str:
     out = [f"Runtime graph breaks: {_n(len(v.sites), 'site')} (Dynamo's graph_breaks log)"]
     for site in v.sites:
-        b = site.brk
-        gbs = ", ".join(g for g in [b.gb, *b.also] if g) or "no GB id"
-        skip = "; the frame then ran in eager" if b.frame_skip else ""
-        out.append(f"{show(site.path)}:{site.line}: {gbs} {b.reason} (hit {site.count}x while compiling{skip})")
-        if b.gb:
-            out.append(f"    {gb_url(b.gb)}")
-        if site.findings:
-            for f in site.findings:
-                out.append(f"    -> {f.code} [{_fix_label(f, s)}] {f.message}")
-        else:
-            out.append("    -> not found statically")
+        out += site_lines(site, s)
     if v.run.skips:
         out += ["", "Frame skips (Dynamo ran these functions in eager):"]
         out += [f"  {_where(e)}: {e.reason}" + (f" at {show(e.at_file)}:{e.at_line}" if e.at_line else "")
