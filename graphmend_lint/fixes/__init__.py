@@ -1,9 +1,9 @@
 """Fix machinery shared by the rules: how a finding's code is rewritten.
 
-`where` and `ifstmt` build the GM1xx torch.where forms, `effects` and `defer` the GM2xx guards,
-`trap` the GM3xx assertions, `build` small libcst builders. Rules import from here; nothing here
-imports a rule.
+Fix code returns a value, `Fix` or `NoFix` (fix.py, safety.py); the rule reports it. Rules import
+from here; nothing here imports a rule.
 """
+from .fix import Elsewhere, Fix, NoFix, Refused
 from .safety import Safety
 
-__all__ = ["Safety"]
+__all__ = ["Elsewhere", "Fix", "NoFix", "Refused", "Safety"]
