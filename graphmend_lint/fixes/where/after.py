@@ -82,21 +82,27 @@ class After(cst.CSTVisitor):
 
     def shows(self, call: cst.Call) -> str | None:
         """How `call` shows its arguments (print, logging, warnings, str/repr/format), or None."""
+        shown = self.showing(call)
+        return shown[1] if shown else None
+
+    def showing(self, call: cst.Call) -> tuple[bool, str] | None:
+        """(whether `call` only formats its arguments into text, outputting nothing; how it shows
+        them), or None when it does not show them."""
         f = call.func
         b = self.rule.facts.bindings
         if isinstance(f, cst.Name) and f.value in _SHOWING:
-            return f"{_SHOWING[f.value]} later (`{f.value}(...)`)"
+            return _SHOWING[f.value] == "formatted", f"{_SHOWING[f.value]} later (`{f.value}(...)`)"
         qual = b.qualify(f) or ""
         if qual in effects.LOGGING_FUNCS or qual in effects.WARN_FUNCS:
-            return f"{'logged' if qual.startswith('logging') else 'warned about'} later (`{code(f)}(...)`)"
+            return False, f"{'logged' if qual.startswith('logging') else 'warned about'} later (`{code(f)}(...)`)"
         if isinstance(f, cst.Attribute):
             m = f.attr.value
             if m == "format" and isinstance(f.value, (cst.SimpleString, cst.ConcatenatedString)):
-                return "formatted later (`str.format(...)`)"
+                return True, "formatted later (`str.format(...)`)"
             # `.log` is also a tensor method: only on a known logger
             if m in effects.LOGGER_METHODS and (m != "log" or self.func is not None and effects.LoggerFinder(
                     self.rule).is_logger(f.value, self.func)):
-                return f"logged later (`{code(f)}(...)`)"
+                return False, f"logged later (`{code(f)}(...)`)"
         return None
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:

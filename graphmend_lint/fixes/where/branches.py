@@ -82,12 +82,12 @@ def without_logging(prover: Prover, v: Verdict, stmts: list) -> list:
     """A branch's statements less its print/logging/warnings calls: under compile those do not run
     (GM2xx guards them the same way), so they are left out of the compiled form. Eager keeps them:
     the fix becomes compile-only. State changes (`self.count += 1`) stay and are refused later."""
-    shows = After(prover.rule, (0, 0), prover.func).shows
+    showing = After(prover.rule, (0, 0), prover.func).showing
     kept = []
     for s in stmts:
         call = s.value if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) else None
-        how = shows(call) if call is not None else None
-        if how is None or how.startswith("formatted"):
+        shown = showing(call) if call is not None else None
+        if shown is None or shown[0]:  # not shown, or only formatted into text
             kept.append(s)
             continue
         why = f"`{code(call.func)}(...)` {LOGGED_IN_EAGER}"

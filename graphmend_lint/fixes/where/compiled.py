@@ -161,22 +161,10 @@ def _tensor_rooted(v: cst.BaseExpression, known: set[str]) -> bool:
     return dotted(v) in known
 
 
-def _shape_form(prover: Prover, stmts: list, taken: set[str], node: cst.If, grad: list[str],
-                known: set[str] = frozenset()) -> list | None:
-    """Bind the branch values of the final torch.where statements and compare them while tracing.
-    `grad` collects what holds only with gradients off (names read in one branch only)."""
-    body: list = []
-    for st in stmts:
-        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
-        if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and \
-                prover.b.qualify(small.value.func) == "torch.where":
-            break
-        if isinstance(small, cst.Return):
-            break
-        body.append(st)
-    results = stmts[len(body):]
-    cond_name = None
-    pairs: list[tuple[str | None, str, str, cst.BaseExpression]] = []  # (target, a, b, cond)
+def _where_pairs(prover: Prover, node: cst.CSTNode, results: list, grad: list[str]) -> tuple[list, bool] | None:
+    """(target or None, a, b, cond) of each torch.where the final statements assign or return, and
+    whether they return a tuple; None for other forms. `grad` as in `_shape_form`."""
+    pairs: list[tuple[str | None, cst.BaseExpression, cst.BaseExpression, cst.BaseExpression]] = []
     ret_tuple = False
     for st in results:
         small = st.body[0]
@@ -197,6 +185,26 @@ def _shape_form(prover: Prover, stmts: list, taken: set[str], node: cst.If, grad
             c, a, b = parts
             pairs.append((target, a, b, c))
             grad.extend(m for m in one_sided(prover, node, a, b) if m not in grad)
+    return pairs, ret_tuple
+
+
+def _shape_form(prover: Prover, stmts: list, taken: set[str], node: cst.If, grad: list[str],
+                known: set[str] = frozenset()) -> list | None:
+    """Bind the branch values of the final torch.where statements and compare them while tracing.
+    `grad` collects what holds only with gradients off (names read in one branch only)."""
+    body: list = []
+    for st in stmts:
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and \
+                prover.b.qualify(small.value.func) == "torch.where":
+            break
+        if isinstance(small, cst.Return):
+            break
+        body.append(st)
+    found = _where_pairs(prover, node, stmts[len(body):], grad)
+    if found is None:
+        return None
+    pairs, ret_tuple = found
     if not pairs:
         return None
     conds = {code(c) for *_, c in pairs}

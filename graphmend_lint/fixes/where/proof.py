@@ -82,27 +82,45 @@ class Prover(Totality, Chains):
         return None
 
     def pair(self, a: cst.BaseExpression, b: cst.BaseExpression, can_guard: bool = False) -> Verdict:
-        """Can `torch.where(c, a, b)` stand for `a if c else b`?
+        """Can `torch.where(c, a, b)` stand for `a if c else b`? The steps: values that are no
+        tensors (refused), no side effects or raising (`total`), autograd history, then one shape
+        and dtype (`_same_kind`), and ops whose derivative is infinite somewhere.
 
         `can_guard`: the caller can apply the double-where guard (`v.guard`) for ops whose derivative
         is infinite somewhere (one condition only)."""
         v = Verdict()
-        for side in (a, b):
-            val = self.ff.value(side)
-            if val.kind == "static" or isinstance(side, (cst.Integer, cst.Float, cst.SimpleString)):
-                v.refuse = (f"`{code(side)}` is a Python value, not a tensor: torch.where would turn it "
-                            "into a tensor and code using it as a number would change")
-                return v
-            if isinstance(side, cst.Name) and side.value == "None":
-                v.refuse = "a branch value is None"
-                return v
-        va, vb = self.ff.value(a), self.ff.value(b)
-        if va.is_tensor and vb.is_tensor and va.dtype and vb.dtype and va.dtype != vb.dtype:
-            v.refuse = f"the branch values have different dtypes ({va.dtype} vs {vb.dtype}): torch.where would promote"
+        v.refuse = self._not_tensors(a, b)
+        if v.refuse:
             return v
         v.add(self.total(a, value=can_guard)).add(self.total(b, value=can_guard))
         if v.refuse:
             return v
+        self._history(v, a, b)
+        bad = self._same_kind(v, a, b, can_guard)
+        if bad and not self.grad_off:
+            ops = ", ".join(dict.fromkeys(bad))
+            why = (f"{ops} has an infinite derivative somewhere: under autograd torch.where gives NaN "
+                   "gradients where the untaken branch's derivative is infinite (or run it under no_grad)")
+            self.checks[why] = GRAD_OFF
+            v.missing.append(why)
+        return v
+
+    def _not_tensors(self, a: cst.BaseExpression, b: cst.BaseExpression) -> str | None:
+        """Why torch.where cannot take these values at all: a Python value, None, two dtypes."""
+        for side in (a, b):
+            val = self.ff.value(side)
+            if val.kind == "static" or isinstance(side, (cst.Integer, cst.Float, cst.SimpleString)):
+                return (f"`{code(side)}` is a Python value, not a tensor: torch.where would turn it "
+                        "into a tensor and code using it as a number would change")
+            if isinstance(side, cst.Name) and side.value == "None":
+                return "a branch value is None"
+        va, vb = self.ff.value(a), self.ff.value(b)
+        if va.is_tensor and vb.is_tensor and va.dtype and vb.dtype and va.dtype != vb.dtype:
+            return f"the branch values have different dtypes ({va.dtype} vs {vb.dtype}): torch.where would promote"
+        return None
+
+    def _history(self, v: Verdict, a: cst.BaseExpression, b: cst.BaseExpression) -> None:
+        """torch.where's result requires grad when either value does, where the `if` gave one of them."""
         if self.grad_off and any(isinstance(side, cst.Name) and not self.computed_without_grad(side.value)
                                  for side in (a, b)):
             # the `if` hands on the tensor itself (with its autograd history); under no_grad
@@ -115,33 +133,31 @@ class Prover(Totality, Chains):
                    "gives a tensor that does not require grad, torch.where one that does")
             self.checks[why] = GRAD_OFF
             v.missing.append(why)
+
+    def _same_kind(self, v: Verdict, a: cst.BaseExpression, b: cst.BaseExpression, can_guard: bool) -> list[str]:
+        """Proofs that both values have one shape and dtype (op chains on one name), or the missing
+        proof checked by comparing them while tracing. Returns the ops with an infinite derivative
+        somewhere that the double-where guard (set on `v` when it can be) does not cover."""
         ca, cb = self.chain(a), self.chain(b)
-        if ca is not None and cb is not None and ca.base == cb.base:
-            base = cst.Name(ca.base)
-            if not self.is_tensor(base) and not self.is_float(base):
-                why = f"`{ca.base}` is not provably a tensor"
-                self.checks[why] = f"isinstance({ca.base}, {code(self.torch('torch.Tensor'))})"
-                v.missing.append(why)
-            if (ca.needs_float or cb.needs_float) and not self.is_float(base):
-                ops = ", ".join(dict.fromkeys(ca.ops + cb.ops))
-                why = f"`{ca.base}` is not provably floating (needed for {ops} to keep its dtype)"
-                self.checks[why] = f"{ca.base}.is_floating_point()"
-                v.missing.append(why)
-            bad = ca.bad_grad + cb.bad_grad
-            if bad and not self.grad_off and can_guard and "`detach`" not in bad:
-                # every such op has a finite derivative at 1.0 (tests/test_gm1_tables.py)
-                v.guard = (ca.base, bool(ca.bad_grad), bool(cb.bad_grad))
-                bad = []
-        else:
+        if ca is None or cb is None or ca.base != cb.base:
             why = ("the two branch values are not provably of the same shape and dtype "
                    "(torch.where broadcasts and promotes silently)")
             self.checks[why] = SHAPES
             v.missing.append(why)
-            bad = self.bad_grad_ops(a) + self.bad_grad_ops(b)
-        if bad and not self.grad_off:
-            ops = ", ".join(dict.fromkeys(bad))
-            why = (f"{ops} has an infinite derivative somewhere: under autograd torch.where gives NaN "
-                   "gradients where the untaken branch's derivative is infinite (or run it under no_grad)")
-            self.checks[why] = GRAD_OFF
+            return self.bad_grad_ops(a) + self.bad_grad_ops(b)
+        base = cst.Name(ca.base)
+        if not self.is_tensor(base) and not self.is_float(base):
+            why = f"`{ca.base}` is not provably a tensor"
+            self.checks[why] = f"isinstance({ca.base}, {code(self.torch('torch.Tensor'))})"
             v.missing.append(why)
-        return v
+        if (ca.needs_float or cb.needs_float) and not self.is_float(base):
+            ops = ", ".join(dict.fromkeys(ca.ops + cb.ops))
+            why = f"`{ca.base}` is not provably floating (needed for {ops} to keep its dtype)"
+            self.checks[why] = f"{ca.base}.is_floating_point()"
+            v.missing.append(why)
+        bad = ca.bad_grad + cb.bad_grad
+        if bad and not self.grad_off and can_guard and "`detach`" not in bad:
+            # every such op has a finite derivative at 1.0 (tests/test_gm1_tables.py)
+            v.guard = (ca.base, bool(ca.bad_grad), bool(cb.bad_grad))
+            bad = []
+        return bad
