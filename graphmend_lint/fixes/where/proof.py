@@ -4,7 +4,8 @@
   - `condition(test)`: the test as a 0-d bool tensor expression (and/or/not -> torch.logical_*);
   - `pair(a, b)`: can `torch.where(c, a, b)` replace the branch choice of `a` and `b`?
 Each answer is a `Verdict`: `refuse` (no fix, with the reason), else `missing` (the proofs that
-could not be made: the fix is unsafe) or neither (safe).
+could not be made: the fix is unsafe) or neither (safe). `Prover` builds on values.py (value
+facts), chain.py (op chains), checks.py (trace-time checks) and total.py (no side effects, no raise).
 """
 from __future__ import annotations
 
