@@ -24,6 +24,7 @@ from __future__ import annotations
 import libcst as cst
 
 from . import build
+from .syntax import code
 
 HELPER = "_graphmend_print"
 
@@ -75,7 +76,7 @@ def deferred_args(call: cst.Call, value, tensor_type: str) -> list[cst.Arg] | No
         elif kind == "static":
             # `x.shape` reaches the reordering as a SizeVariable, which it refuses; an
             # f-string is accepted and prints the same text (format(v, "") == str(v)).
-            text = cst.Module([]).code_for_node(expr)
+            text = code(expr)
             if "'" in text or '"' in text:
                 return None
             out.append(cst.Arg(cst.FormattedString([cst.FormattedStringExpression(expr)])))

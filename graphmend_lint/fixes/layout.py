@@ -23,12 +23,9 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .. import fastwalk
+from .syntax import code, strip_parens
 
 INDENT = "    "
-
-
-def code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 _code_memo: list[tuple[cst.Module, str]] = []  # the last few modules' code (modules are immutable)
@@ -144,10 +141,6 @@ def _flat(node: cst.CSTNode) -> str:
     if "\n" in text:
         raise _NoLayout
     return text
-
-
-def _strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:
-    return node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node
 
 
 _PRIORITY = [  # lowest binding first: ruff splits at the lowest-priority operator present
@@ -295,7 +288,7 @@ def _statement_lines(w: Wrapper, stmt: cst.BaseSmallStatement, indent: str) -> l
             return None
         if w.fits(indent + head + _flat(stmt.msg)) or next(_candidates(stmt.msg), None) is not None:
             return w.fmt(stmt.msg, head, "", indent)
-        return [indent + head + "(", *w._inner(_strip_parens(stmt.msg), "", "", indent + w.unit), indent + ")"]
+        return [indent + head + "(", *w._inner(strip_parens(stmt.msg), "", "", indent + w.unit), indent + ")"]
     return None
 
 

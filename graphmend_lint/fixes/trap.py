@@ -9,7 +9,7 @@ the compiled branch asserts the same condition as a 0-d tensor:
         <graph-native assertion>
 
 `Tensorize` turns a Python-truth condition on tensors into a tensor expression (source
-text), or raises `Refuse` with the reason no fix is offered.
+text), or raises `Refused` with the reason no fix is offered.
 """
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ import json
 import libcst as cst
 
 from ..analysis import tables as T
+from .fix import Refused
+from .syntax import code
 
 BUILTIN_EXCEPTIONS = frozenset(
     n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)
@@ -32,12 +34,7 @@ _PURE_NAMES = (set(T.REDUCTIONS) | T.PREDICATES | set(T.ELEMENTWISE) | T.TENSOR_
 _SHAPE_LIKE = {"shape", "size", "stride"}
 
 
-class Refuse(Exception):
-    """No fix: the argument says why."""
-
-
-def code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+TITLE = "eager keeps the check; under compile it runs on the tensor"
 
 
 def atom(node: cst.BaseExpression) -> str:
@@ -138,13 +135,6 @@ def compiled_message(node: cst.BaseExpression | None, facts) -> tuple[str | None
 def is_constant_message(node: cst.BaseExpression | None) -> bool:
     value = message_value(node)
     return value is not None and value[1]
-
-
-def flatten(node: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
-    """`a and b and c` -> [a, b, c] (for op=cst.And); `and`/`or` are associative, parentheses too."""
-    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, op):
-        return flatten(node.left, op) + flatten(node.right, op)
-    return [node]
 
 
 class Tensorize:
@@ -308,13 +298,13 @@ class Tensorize:
             return f"{self.name('torch.logical_not')}({self.truth(inner)})"
         if isinstance(node, cst.BooleanOperation):
             if self.kind(node.left) != "tensor" or self.kind(node.right) != "tensor":
-                raise Refuse("the condition mixes a trace-time test into a tensor test")
+                raise Refused("the condition mixes a trace-time test into a tensor test")
             if not (self.pure(node.left) and self.pure(node.right)):
-                raise Refuse("`and`/`or` would evaluate a call that Python may skip")
+                raise Refused("`and`/`or` would evaluate a call that Python may skip")
             func = "torch.logical_and" if isinstance(node.operator, cst.And) else "torch.logical_or"
             return f"{self.name(func)}({self.truth(node.left)}, {self.truth(node.right)})"
         if self.equal_args(node) is not None:
-            raise Refuse("`torch.equal` is handled only as `not torch.equal(a, b)`")
+            raise Refused("`torch.equal` is handled only as `not torch.equal(a, b)`")
         if self.is_allclose(node):
             call = node  # allclose(a, b, ...) == isclose(a, b, ...).all(), broadcasting included
             assert isinstance(call, cst.Call)
@@ -325,11 +315,11 @@ class Tensorize:
                 func = cst.parse_expression(self.name("torch.isclose"))
             return f"{code(cst.Call(func, args))}.all()"
         if self.kind(node) != "tensor":
-            raise Refuse("the condition is not a tensor test")
+            raise Refused("the condition is not a tensor test")
         if not self.zero_dim(node):
             why = self._unproved_number(node) if self.allow_unproved else None
             if why is None:
-                raise Refuse("the condition is not provably a single value (a 0-d tensor)")
+                raise Refused("the condition is not provably a single value (a 0-d tensor)")
             self.missing.append(why)
         text = code(node)  # used as a call argument: no parentheses needed
         return text if "\n" not in text or node.lpar else f"({text})"
@@ -383,11 +373,3 @@ def module_defines(module: cst.Module, name: str) -> bool:
                         isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
                     return True
     return False
-
-
-def sole_line(node: cst.BaseSmallStatement, parent) -> cst.SimpleStatementLine | None:
-    """The line holding `node` alone, when it sits in an indented block."""
-    line = parent(node)
-    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-        return None
-    return line if isinstance(parent(line), cst.IndentedBlock) else None

@@ -1,7 +1,7 @@
 """The base every graphmend rule builds on: codes, fix safety, noqa, compiled-scope checks.
 
 A rule subclasses `GraphMendRule`, sets CODE/NAME/FIX, writes its docs in the class
-docstring (ruff's sections) and calls `self.flag(...)`. It must not override
+docstring (ruff's sections) and calls `self.report(node, message, fix=...)`. It must not override
 `visit_Module` (that is where the shared analysis is attached).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from .. import analysis, settings
 from ..analysis import context
-from ..fixes import Safety, house
+from ..fixes import Elsewhere, Fix, NoFix, Safety, house
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
@@ -121,22 +121,36 @@ class GraphMendRule(LintRule):
         return False
 
     # -- reporting -----------------------------------------------------------
-    def flag(
+    def report_fix(self, node: cst.CSTNode, head: str, outcome: Fix | NoFix | Elsewhere, *,
+                   at: cst.CSTNode | None = None) -> None:
+        """Report `head` with what fix code returned: `head; <title>` with the fix, `head; <title>`
+        of a fix made elsewhere, or `head; no fix: <reason>`."""
+        if isinstance(outcome, NoFix):
+            self.report(node, f"{head}; no fix: {outcome.reason}", at=at)
+        elif isinstance(outcome, Elsewhere):
+            self.report(node, f"{head}; {outcome.title}", at=at)
+        else:
+            self.report(node, f"{head}; {outcome.title}", fix=outcome, at=at)
+
+    def report(  # type: ignore[override]
         self,
         node: cst.CSTNode,
         message: str,
         *,
+        fix: Fix | None = None,
         at: cst.CSTNode | None = None,
-        replacement: object = None,
-        safety: Safety = Safety.SAFE,
-        needs_torch_import: bool = False,
     ) -> None:
-        """Report a finding at `at` (default `node`); `replacement` replaces `node`.
+        """Report a finding at `at` (default `node`), with `fix` when one is offered.
 
-        The fix is classed by `safety`; without a replacement there is no fix.
+        The fix replaces `fix.node`, else `node`; without a fix the finding has Safety.NONE.
         """
+        if fix is not None and fix.node is not None:
+            node = fix.node
         if not self.settings.selects(self.CODE) or self.ignore_lint(node):
             return
+        replacement, safety, needs_torch_import = None, Safety.NONE, False
+        if fix is not None:
+            replacement, safety, needs_torch_import = fix.replacement, fix.applicability, fix.needs_torch_import
         if replacement is not None and getattr(self, "generated", None) is not None and not self.settings.fix_generated:
             message, replacement = f"{message}; {house.no_fix_reason(self.generated)}", None
         if replacement is None:
@@ -156,4 +170,4 @@ class GraphMendRule(LintRule):
         allowed = safety is Safety.SAFE or (safety is Safety.UNSAFE and self.settings.unsafe_fixes)
         if needs_torch_import and not self.settings.can_add_imports:
             allowed = False
-        self.report(node, message, position=pos, replacement=replacement if allowed else None)  # type: ignore[arg-type]
+        super().report(node, message, position=pos, replacement=replacement if allowed else None)  # type: ignore[arg-type]

@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from ..fixes import ifstmt, layerdrop, split, where
+from ..fixes import where
 from . import base
 
 
@@ -259,13 +259,16 @@ class TensorIfRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None:
             return
-        if split.is_fallback(self, node):
+        if where.is_fallback(self, node):
             return  # the original, kept by a compile-only fix
         ff = self.facts.function(func)
-        tests = [t for t, _ in ifstmt.arms(node) if t is not None]
+        tests = [t for t, _ in where.arms(node) if t is not None]
         flagged = [t for t in tests if where.breaks_on(ff, t)]
-        if not flagged or context.in_loop(node, self.parent) or ifstmt.raise_only(node):
+        if not flagged or context.in_loop(node, self.parent) or where.raise_only(node):
             return
-        if layerdrop.fix(self, node, func, self.MESSAGE):
+        layerdrop = where.fix_layerdrop(self, node, func)
+        if layerdrop is not None:
+            if layerdrop is not where.Done.FIXED:
+                self.report_fix(node, self.MESSAGE, layerdrop, at=node.test)
             return
-        split.fix_if(self, node, func, flagged[0], self.MESSAGE)
+        self.report_fix(node, self.MESSAGE, where.fix_if(self, node, func), at=flagged[0])

@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from ..fixes import layerdrop, split, ternary, where
+from ..fixes import where
 from . import base
 
 
@@ -185,10 +185,13 @@ class TensorIfExpRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None or context.in_loop(node, self.parent):
             return
-        if split.is_fallback(self, node):
+        if where.is_fallback(self, node):
             return  # the original, kept by a compile-only fix
         if not where.breaks_on(self.facts.function(func), node.test):
             return
-        if layerdrop.fix(self, node, func, self.MESSAGE):
+        layerdrop = where.fix_layerdrop(self, node, func)
+        if layerdrop is not None:
+            if layerdrop is not where.Done.FIXED:
+                self.report_fix(node, self.MESSAGE, layerdrop, at=node.test)
             return
-        ternary.fix(self, node, func, self.MESSAGE)
+        self.report_fix(node, self.MESSAGE, where.fix_ternary(self, node, func), at=node.test)

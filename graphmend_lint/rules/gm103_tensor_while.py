@@ -72,4 +72,4 @@ class TensorWhileRule(base.GraphMendRule):
     def visit_While(self, node: cst.While) -> None:
         func = self.compiled_function(node)
         if func is not None and where.breaks_on(self.facts.function(func), node.test):
-            self.flag(node, self.MESSAGE, at=node.test)
+            self.report(node, self.MESSAGE, at=node.test)

@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from ..fixes import ifstmt, layerdrop, split, ternary, where
+from ..fixes import where
 from . import base
 
 
@@ -130,7 +130,7 @@ class TensorIfInLoopRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None or not context.in_loop(node, self.parent):
             return
-        if split.is_fallback(self, node):
+        if where.is_fallback(self, node):
             return  # the original, kept by a compile-only fix
         ff = self.facts.function(func)
         flagged = [t for t in tests if where.breaks_on(ff, t)]
@@ -138,18 +138,21 @@ class TensorIfInLoopRule(base.GraphMendRule):
             return
         head = self.MESSAGE.format(func=func.name.value)
         short = f"`if` on a tensor value inside a Python loop makes Dynamo skip the whole function `{func.name.value}`"
-        if layerdrop.fix(self, node, func, short):
+        layerdrop = where.fix_layerdrop(self, node, func)
+        if layerdrop is not None:
+            if layerdrop is not where.Done.FIXED:
+                self.report_fix(node, short, layerdrop, at=node.test)
             return
-        if isinstance(node, cst.If):
-            split.fix_if(self, node, func, flagged[0], short)  # GM101's torch.where fix, once per iteration
-        else:
-            ternary.fix(self, node, func, short)  # GM102's
+        if isinstance(node, cst.If):  # GM101's torch.where fix, once per iteration
+            self.report_fix(node, short, where.fix_if(self, node, func), at=flagged[0])
+        else:  # GM102's
+            self.report_fix(node, short, where.fix_ternary(self, node, func), at=node.test)
 
     def visit_If(self, node: cst.If) -> None:
         up = self.parent(node)
-        if isinstance(up, cst.If) and up.orelse is node or ifstmt.raise_only(node):
+        if isinstance(up, cst.If) and up.orelse is node or where.raise_only(node):
             return
-        self._check(node, [t for t, _ in ifstmt.arms(node) if t is not None])
+        self._check(node, [t for t, _ in where.arms(node) if t is not None])
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node, [node.test])

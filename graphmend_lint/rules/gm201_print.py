@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from ..fixes import build, defer, effects
+from ..fixes import Fix, NoFix, build, defer, guard
 from . import base
 
 
@@ -92,6 +92,7 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
     FIX = "safe"
     MESSAGE = "`print()` in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()`"
     MESSAGE_DEFER = "`print()` in compiled code breaks the graph; defer it after the graph under compile"
+    FIX_TITLE = "print after the graph under compile (deferred)"
 
     VALID = [
         Valid(
@@ -179,7 +180,11 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             return
         if self.settings.log_strategy == "defer" and self._defer(node):
             return
-        effects.report(self, node, self.MESSAGE)
+        fix = guard.guard(self, node)
+        if isinstance(fix, NoFix):
+            self.report(node, f"{self.MESSAGE} (no fix: {fix.reason})")
+        else:
+            self.report(node, self.MESSAGE, fix=fix, at=node)
 
     def _is_print(self, node: cst.Call) -> bool:
         if not (isinstance(node.func, cst.Name) and node.func.value == "print"):
@@ -190,7 +195,7 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
     # -- log-strategy = "defer" ------------------------------------------------
     def _defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.If] | None:
         assert self.facts is not None
-        if not self._is_print(call) or effects.refusal(call, self.parent) is not None:
+        if not self._is_print(call) or guard.refusal(call, self.parent) is not None:
             return None
         func = self.compiled_function(call)
         assert func is not None
@@ -217,7 +222,7 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
         top = self._top(line)
         planned = self.__dict__.get("_helper_top")
         if defer.HELPER in self.facts.scope.index.functions or planned is not None:
-            self.flag(line, self.MESSAGE_DEFER, at=call, replacement=new, needs_torch_import=needs)
+            self.report(line, self.MESSAGE_DEFER, fix=Fix(new, title=self.FIX_TITLE, needs_torch_import=needs), at=call)
             return True
         # First deferred site of the module: its top-level statement is replaced by the
         # helper + the statement with every deferrable print in it rewritten. The helper
@@ -234,8 +239,8 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
         helper[0] = helper[0].with_changes(leading_lines=[x for x in top.leading_lines if not x.comment])
         blank = [cst.EmptyLine(), cst.EmptyLine()]
         rewritten = rewritten.with_changes(leading_lines=blank + [x for x in top.leading_lines if x.comment])
-        self.flag(top, self.MESSAGE_DEFER, at=call, replacement=cst.FlattenSentinel([*helper, rewritten]),
-                  needs_torch_import=needs)
+        fix = Fix(cst.FlattenSentinel([*helper, rewritten]), title=self.FIX_TITLE, needs_torch_import=needs)
+        self.report(top, self.MESSAGE_DEFER, fix=fix, at=call)
         return True
 
 

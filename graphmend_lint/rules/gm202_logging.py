@@ -3,8 +3,9 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
+from ..analysis import effects
 from ..analysis.bindings import dotted
-from ..fixes import effects
+from ..fixes import NoFix, guard
 from . import base
 
 
@@ -205,4 +206,8 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
                 return
         name = dotted(func) or "logger." + func.attr.value  # type: ignore[union-attr]
         message = f"`{name}()` in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()`"
-        effects.report(self, node, message)
+        fix = guard.guard(self, node)
+        if isinstance(fix, NoFix):
+            self.report(node, f"{message} (no fix: {fix.reason})")
+        else:
+            self.report(node, message, fix=fix, at=node)

@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from ..fixes import effects
+from ..analysis import effects
+from ..fixes import NoFix, guard
 from . import base
 
 
@@ -128,4 +129,8 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
             return
         if self.compiled_function(node) is None:
             return
-        effects.report(self, node, self.MESSAGE)
+        fix = guard.guard(self, node)
+        if isinstance(fix, NoFix):
+            self.report(node, f"{self.MESSAGE} (no fix: {fix.reason})")
+        else:
+            self.report(node, self.MESSAGE, fix=fix, at=node)

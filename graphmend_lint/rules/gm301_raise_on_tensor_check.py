@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from ..fixes import trap
+from ..fixes import Fix, Refused, syntax, trap
 from . import base
 
 
@@ -231,23 +231,23 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
             return
         try:
             compiled, safety, note = self._compiled_branch(node, tz)
-        except trap.Refuse as why:
-            self.flag(node, f"{self.MESSAGE}; no fix: {why}", at=node.test)
+        except Refused as why:
+            self.report(node, f"{self.MESSAGE}; no fix: {why}", at=node.test)
             return
         is_compiling = tz.name("torch.compiler.is_compiling")
-        self.flag(node, self.MESSAGE + note, at=node.test, replacement=trap.eager_split(node, is_compiling, compiled),
-                  safety=safety, needs_torch_import=tz.needs_import)
+        fix = Fix(trap.eager_split(node, is_compiling, compiled), safety, trap.TITLE + note, tz.needs_import)
+        self.report(node, self.MESSAGE + note, fix=fix, at=node.test)
 
     def _compiled_branch(self, node: cst.If, tz: trap.Tensorize) -> tuple[cst.If | cst.Else, base.Safety, str]:
         assert self.facts is not None
         up = self.parent(node)
         if node.orelse is not None or (isinstance(up, cst.If) and up.orelse is node):
-            raise trap.Refuse("the `if` is part of an `if`/`elif`/`else` chain")
+            raise Refused("the `if` is part of an `if`/`elif`/`else` chain")
         if context.in_try(node, self.parent):
-            raise trap.Refuse("inside a `try` block, whose handlers would see RuntimeError under compile")
+            raise Refused("inside a `try` block, whose handlers would see RuntimeError under compile")
         body = node.body.body
         if len(body) != 1 or len(body[0].body) != 1:  # type: ignore[attr-defined]
-            raise trap.Refuse("the body does more than raise")
+            raise Refused("the body does more than raise")
         line = body[0]
         raise_ = line.body[0]  # type: ignore[attr-defined]
         exc_type, message = self._exception(raise_)
@@ -256,28 +256,28 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
                 and self.facts.bindings.qualify(exc_type) is None
                 and not trap.module_defines(self.facts.module, exc_type.value)):
             safety = base.Safety.UNSAFE
-            note = (f"; unsafe fix: `{trap.code(exc_type)}` is not a builtin exception, so its message "
+            note = (f"; unsafe fix: `{syntax.code(exc_type)}` is not a builtin exception, so its message "
                     "formatting is unknown and under compile RuntimeError is raised instead")
         msg, _, dropped = trap.compiled_message(message, tz.facts) if message is not None else ('""', False, "")
         if safety is base.Safety.UNSAFE:  # its formatting is unknown: the constant parts, as before
             msg = trap.literal(trap.message_value(message)[0])  # type: ignore[index]
         else:
             note += dropped
-        conjuncts = trap.flatten(node.test, cst.And)
+        conjuncts = syntax.flatten(node.test, cst.And)
         kinds = [tz.kind(c) for c in conjuncts]
         n_static = next((i for i, k in enumerate(kinds) if k != "static"), len(kinds))
         guards, rest = conjuncts[:n_static], conjuncts[n_static:]
         if any(k != "tensor" for k in kinds[n_static:]):
-            raise trap.Refuse("a trace-time test follows a tensor test")
+            raise Refused("a trace-time test follows a tensor test")
         guard = " and ".join(trap.operand(g) for g in guards) or None
         assert_async = tz.name("torch._assert_async")
         if len(rest) == 1 and isinstance(rest[0], cst.UnaryOperation) and isinstance(rest[0].operator, cst.Not) \
                 and tz.equal_args(rest[0].expression) is not None:
             a, b = tz.equal_args(rest[0].expression)  # type: ignore[misc]
             if not (tz.pure(a) and tz.pure(b)):
-                raise trap.Refuse("the operands of `torch.equal` would be evaluated twice")
+                raise Refused("the operands of `torch.equal` would be evaluated twice")
             mismatch = f"{trap.atom(a)}.shape != {trap.atom(b)}.shape"
-            raise_text = trap.code(line.with_changes(leading_lines=())).strip("\n")
+            raise_text = syntax.code(line.with_changes(leading_lines=())).strip("\n")
             cases = [(f"{guard} and {mismatch}" if guard else mismatch, [raise_text]),
                      (guard, [f"{assert_async}(({trap.atom(a)} == {trap.atom(b)}).all(), {msg})"])]
             return trap.branches(cases), safety, note
@@ -285,7 +285,7 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
             ok = tz.negate(rest[0])
         else:
             if not all(tz.pure(r) for r in rest):
-                raise trap.Refuse("`and`/`or` would evaluate a call that Python may skip")
+                raise Refused("`and`/`or` would evaluate a call that Python may skip")
             bad = tz.truth(rest[0])
             for r in rest[1:]:
                 bad = f"{tz.name('torch.logical_and')}({bad}, {tz.truth(r)})"
@@ -298,16 +298,16 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
     def _exception(self, raise_: cst.Raise) -> tuple[cst.BaseExpression, cst.BaseExpression | None]:
         """(exception type expression, message expression) of `raise E(msg)`."""
         if raise_.exc is None:
-            raise trap.Refuse("a bare `raise` re-raises the active exception")
+            raise Refused("a bare `raise` re-raises the active exception")
         cause = raise_.cause
         if cause is not None and not (isinstance(cause.item, cst.Name) and cause.item.value == "None"):
-            raise trap.Refuse("`raise ... from <cause>`: the cause cannot be kept under compile")
+            raise Refused("`raise ... from <cause>`: the cause cannot be kept under compile")
         exc = raise_.exc
         if not isinstance(exc, cst.Call):
             return exc, None
         if any(a.keyword is not None or a.star for a in exc.args) or len(exc.args) > 1:
-            raise trap.Refuse("the exception is built from keyword or several arguments")
+            raise Refused("the exception is built from keyword or several arguments")
         message = exc.args[0].value if exc.args else None
         if trap.message_value(message) is None:
-            raise trap.Refuse("the message is neither a string literal nor an f-string")
+            raise Refused("the message is neither a string literal nor an f-string")
         return exc.func, message

@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from ..fixes import trap
+from ..fixes import Fix, Refused, build, trap
 from . import base
 
 
@@ -160,8 +160,8 @@ class AssertTensorMessageRule(base.GraphMendRule):
             return
         try:
             line, test, msg, keeps, note = self._compiled_assert(node, tz)
-        except trap.Refuse as why:
-            self.flag(node, f"{self.MESSAGE}; no fix: {why}")
+        except Refused as why:
+            self.report(node, f"{self.MESSAGE}; no fix: {why}")
             return
         if keeps:
             check = f"{tz.name('torch._assert_async')}({test}, {msg})"  # keeps the f-string's values
@@ -169,8 +169,9 @@ class AssertTensorMessageRule(base.GraphMendRule):
             check = f"assert {test}" + (f", {msg}" if msg is not None else "")
         compiled = trap.branches([(None, [check])])
         is_compiling = tz.name("torch.compiler.is_compiling")
-        self.flag(line, self.MESSAGE + note, at=node, replacement=trap.eager_split(line, is_compiling, compiled),
-                  safety=base.Safety.SAFE, needs_torch_import=tz.needs_import)
+        fix = Fix(trap.eager_split(line, is_compiling, compiled), title=trap.TITLE + note,
+                  needs_torch_import=tz.needs_import)
+        self.report(line, self.MESSAGE + note, fix=fix, at=node)
 
     def _dynamo_rewrites(self, test: cst.BaseExpression, tz: trap.Tensorize) -> bool:
         """Dynamo turns `assert <test>, "const"` into a graph assertion (measured on torch 2.13)."""
@@ -182,14 +183,14 @@ class AssertTensorMessageRule(base.GraphMendRule):
 
     def _compiled_assert(self, node: cst.Assert, tz: trap.Tensorize) -> tuple:
         """(line, compiled test, compiled message, whether it keeps f-string values, note)."""
-        line = trap.sole_line(node, self.parent)
+        line = build.sole_line(node, self.parent)
         if line is None:
-            raise trap.Refuse("the assert shares its line with other statements")
+            raise Refused("the assert shares its line with other statements")
         if context.in_try(node, self.parent):
-            raise trap.Refuse("inside a `try` block, whose handlers would see RuntimeError under compile")
+            raise Refused("inside a `try` block, whose handlers would see RuntimeError under compile")
         value = trap.message_value(node.msg)
         if value is None:
-            raise trap.Refuse("the message is neither a string literal nor an f-string")
+            raise Refused("the message is neither a string literal nor an f-string")
         msg, keeps, note = trap.compiled_message(node.msg, tz.facts)
         test = node.test
         if isinstance(test, cst.BooleanOperation) and not test.lpar and tz.kind(test.left) == "static":

@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from ..fixes import trap
+from ..fixes import Fix, Refused, build, syntax, trap
 from . import base
 
 # torch._check_tensor_all's message when none is given (torch 2.13).
@@ -159,13 +159,14 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
             return  # the condition of _check_tensor_all is a tensor by contract
         try:
             line, compiled_stmt, note = self._compiled(node, q, cond, tz)
-        except trap.Refuse as why:
-            self.flag(node, f"{self.MESSAGE}; no fix: {why}")
+        except Refused as why:
+            self.report(node, f"{self.MESSAGE}; no fix: {why}")
             return
         is_compiling = tz.name("torch.compiler.is_compiling")
         compiled = trap.branches([(None, [compiled_stmt])])
-        self.flag(line, self.MESSAGE + note, at=node, replacement=trap.eager_split(line, is_compiling, compiled),
-                  safety=base.Safety.SAFE, needs_torch_import=tz.needs_import)
+        fix = Fix(trap.eager_split(line, is_compiling, compiled), title=trap.TITLE + note,
+                  needs_torch_import=tz.needs_import)
+        self.report(line, self.MESSAGE + note, fix=fix, at=node)
 
     @staticmethod
     def _arg(node: cst.Call, pos: int, keyword: str) -> cst.BaseExpression | None:
@@ -179,16 +180,16 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
     def _compiled(self, node: cst.Call, q: str, cond: cst.BaseExpression, tz: trap.Tensorize) -> tuple[cst.SimpleStatementLine, str]:
         expr_stmt = self.parent(node)
         if not isinstance(expr_stmt, cst.Expr) or expr_stmt.value is not node:
-            raise trap.Refuse("the call's value is used")
-        line = trap.sole_line(expr_stmt, self.parent)
+            raise Refused("the call's value is used")
+        line = build.sole_line(expr_stmt, self.parent)
         if line is None:
-            raise trap.Refuse("the call shares its line with other statements")
+            raise Refused("the call shares its line with other statements")
         if context.in_try(node, self.parent):
-            raise trap.Refuse("inside a `try` block, whose handlers would see another exception under compile")
+            raise Refused("inside a `try` block, whose handlers would see another exception under compile")
         if q == "torch._assert":
             arg = self._arg(node, 1, "message")
             if trap.message_value(arg) is None:
-                raise trap.Refuse("the message is neither a string literal nor an f-string")
+                raise Refused("the message is neither a string literal nor an f-string")
             if arg is None:
                 return line, f"assert {tz.truth(cond)}, \"\"", ""
             msg, keeps, note = trap.compiled_message(arg, tz.facts)
@@ -203,10 +204,10 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
                 and trap.message_value(message.body) is not None:
             text, _, note = trap.compiled_message(message.body, tz.facts)
         else:
-            raise trap.Refuse("the message is not a `lambda` returning a string literal or f-string")
+            raise Refused("the message is not a `lambda` returning a string literal or f-string")
         compares = isinstance(cond, cst.Comparison) and len(cond.comparisons) == 1 and not isinstance(
             cond.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
         if tz.facts.value(cond).dtype != "bool" and not compares:
-            raise trap.Refuse("the condition is not provably a bool tensor (eager raises on other dtypes)")
+            raise Refused("the condition is not provably a bool tensor (eager raises on other dtypes)")
         all_ = tz.name("torch.all")
-        return line, f"{tz.name('torch._assert_async')}({all_}({trap.code(cond)}), {text})", note
+        return line, f"{tz.name('torch._assert_async')}({all_}({syntax.code(cond)}), {text})", note

@@ -96,4 +96,4 @@ class ItemInCompiledCodeRule(base.GraphMendRule):
         v = X.value(self, node, attr.value)
         if v is None or v.kind == "static" and not v.numpy or X.in_branch_test(node, self.parent, asserts=False):
             return  # a numpy value's `.item()` breaks too (GB0033, measured): kept
-        self.flag(node, self.MESSAGE)
+        self.report(node, self.MESSAGE)

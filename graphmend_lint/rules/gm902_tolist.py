@@ -76,4 +76,4 @@ class TolistInCompiledCodeRule(base.GraphMendRule):
         v = X.value(self, node, attr.value)
         if v is None or v.kind == "static" or X.in_branch_test(node, self.parent):
             return
-        self.flag(node, self.MESSAGE)
+        self.report(node, self.MESSAGE)

@@ -91,7 +91,7 @@ class NumpyToPythonRule(base.GraphMendRule):
         v = X.value(self, node, attr.value)
         if v is None or v.kind == "static" or X.in_branch_test(node, self.parent):
             return
-        self.flag(node, self.MESSAGE)
+        self.report(node, self.MESSAGE)
 
     def _to_python(self, node: cst.Call) -> bool:
         """Is the array (or a value computed from it in the same expression) converted to Python?"""

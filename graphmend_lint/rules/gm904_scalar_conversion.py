@@ -91,4 +91,4 @@ class ScalarConversionRule(base.GraphMendRule):
         v = X.value(self, node, node.args[0].value)
         if v is None or not v.is_tensor or X.in_branch_test(node, self.parent):
             return
-        self.flag(node, self.MESSAGE.format(conv=func.value))
+        self.report(node, self.MESSAGE.format(conv=func.value))

@@ -116,14 +116,14 @@ class DynamicShapeOpRule(base.GraphMendRule):
             name = q.rsplit(".", 1)[1]
             if q in (f"torch.{n}" for n in DYNAMIC_FUNCS) or (q == "torch.where" and len(node.args) == 1):
                 if X.value(self, node, node) is not None:
-                    self.flag(node, self.MESSAGE.format(op=f"torch.{name}"))
+                    self.report(node, self.MESSAGE.format(op=f"torch.{name}"))
             return
         attr = X.method_call(node, *DYNAMIC_FUNCS)
         if attr is None:
             return
         v = X.value(self, node, attr.value)
         if v is not None and v.kind != "static" and not self._static_receiver(attr):
-            self.flag(node, self.MESSAGE.format(op=f".{attr.attr.value}()"))
+            self.report(node, self.MESSAGE.format(op=f".{attr.attr.value}()"))
 
     def _static_receiver(self, attr: cst.Attribute) -> bool:
         return X.qualified(self, attr.value) is not None  # np.unique, a module function
@@ -133,7 +133,7 @@ class DynamicShapeOpRule(base.GraphMendRule):
             return
         for el in node.slice:
             if isinstance(el.slice, cst.Index) and self._bool_mask(node, el.slice.value):
-                self.flag(node, self.MESSAGE.format(op="boolean-mask indexing"))
+                self.report(node, self.MESSAGE.format(op="boolean-mask indexing"))
                 return
 
     def _bool_mask(self, node: cst.Subscript, index: cst.BaseExpression) -> bool:

@@ -105,7 +105,7 @@ class TensorSliceBoundRule(base.GraphMendRule):
                     continue
                 v = X.value(self, node, bound)
                 if v is not None and v.is_tensor:
-                    self.flag(node, self.MESSAGE, at=bound)
+                    self.report(node, self.MESSAGE, at=bound)
                     return
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -124,5 +124,5 @@ class TensorSliceBoundRule(base.GraphMendRule):
             if v is None:
                 return
             if v.is_tensor and v.zero_dim:
-                self.flag(node, self.SIZE_MESSAGE.format(name=name), at=arg.value)
+                self.report(node, self.SIZE_MESSAGE.format(name=name), at=arg.value)
                 return

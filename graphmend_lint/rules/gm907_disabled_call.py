@@ -107,7 +107,7 @@ class DisabledCallRule(base.GraphMendRule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self._disabled(node)
         if name is not None and X.value(self, node, node) is not None:
-            self.flag(node, self.MESSAGE.format(name=name))
+            self.report(node, self.MESSAGE.format(name=name))
 
     def _disabled(self, node: cst.Call) -> str | None:
         assert self.facts is not None

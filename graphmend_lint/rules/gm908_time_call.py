@@ -97,4 +97,4 @@ class TimeCallRule(base.GraphMendRule):
         if q is None or not q.startswith("time.") or q.count(".") != 1:
             return
         if X.value(self, node, node) is not None:
-            self.flag(node, self.MESSAGE.format(name=q))
+            self.report(node, self.MESSAGE.format(name=q))

@@ -93,7 +93,7 @@ class DataPtrRule(base.GraphMendRule):
         v = X.value(self, node, attr.value)
         if v is None or v.kind == "static" or not self._used(node):
             return
-        self.flag(node, self.MESSAGE)
+        self.report(node, self.MESSAGE)
 
     def _used(self, node: cst.Call) -> bool:
         up = self.parent(node)

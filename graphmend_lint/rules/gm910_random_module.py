@@ -108,7 +108,7 @@ class RandomModuleRule(base.GraphMendRule):
         elif q.startswith("numpy.random.") and q.count(".") == 2 and self._np_scalar(q[13:], node):
             gb = "GB0033"
         if gb is not None and X.value(self, node, node) is not None:
-            self.flag(node, self.MESSAGE.format(name=X.dotted(node.func) or q, gb=gb))
+            self.report(node, self.MESSAGE.format(name=X.dotted(node.func) or q, gb=gb))
 
     @staticmethod
     def _np_scalar(name: str, node: cst.Call) -> bool:

@@ -103,5 +103,5 @@ class DeepcopyTensorRule(base.GraphMendRule):
             if v is None:
                 return
             if v.is_tensor:
-                self.flag(node, self.MESSAGE)
+                self.report(node, self.MESSAGE)
                 return

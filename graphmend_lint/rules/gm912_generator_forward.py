@@ -85,4 +85,4 @@ class GeneratorForwardRule(base.GraphMendRule):
         if func in flagged:
             return
         flagged.add(func)
-        self.flag(node, self.MESSAGE)
+        self.report(node, self.MESSAGE)

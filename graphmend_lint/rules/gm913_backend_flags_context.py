@@ -85,5 +85,5 @@ class BackendFlagsContextRule(base.GraphMendRule):
             call = item.item
             if isinstance(call, cst.Call) and X.qualified(self, call.func) in FLAGS:
                 if X.value(self, node, call) is not None:
-                    self.flag(node, self.MESSAGE.format(name=X.dotted(call.func)), at=call)
+                    self.report(node, self.MESSAGE.format(name=X.dotted(call.func)), at=call)
                 return

@@ -108,4 +108,4 @@ class ModuleCastInForwardRule(base.GraphMendRule):
         ctor = self.facts.function(func).module_attrs.get(name[5:], "")
         layer = ctor.rsplit(".", 1)[-1]
         if ctor.startswith("torch.nn.") and layer[:1].isupper() and layer not in NOT_LAYERS:
-            self.flag(node, self.MESSAGE.format(attr=name[5:], cast=attr.attr.value))
+            self.report(node, self.MESSAGE.format(attr=name[5:], cast=attr.attr.value))

@@ -11,12 +11,14 @@ and `draw > p` are not rewritten: a draw can be exactly 0.0, so their outcome at
 """
 from __future__ import annotations
 
+import enum
+
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..analysis import context
-from .safety import Safety
-from .where import code, flatten
+from ...analysis import context
+from ..fix import Elsewhere, Fix
+from ..syntax import code, flatten
 
 
 def _draw(rule, ff, node: cst.BaseExpression) -> bool:
@@ -93,19 +95,22 @@ def rewrite(rule, ff, test: cst.BaseExpression) -> tuple[cst.BaseExpression, str
     return cst.parse_expression(" and ".join(texts)), prob, needs
 
 
-def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef, message_head: str) -> bool:
-    """Flag `node` with the LayerDrop fix when its test has that form; False when it has not."""
+class Done(enum.Enum):
+    FIXED = "fixed already"  # the test is decided while tracing when the probability is 0.0
+
+
+def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | Elsewhere | Done | None:
+    """The LayerDrop fix of `node` when its test has that form: a `Fix`, an `Elsewhere` (the fix is
+    at the binding the test reads), Done.FIXED (nothing to report), or None when it has not that form."""
     if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
-        return False  # an elif chain: later tests would need the same care
+        return None  # an elif chain: later tests would need the same care
     if guarded(rule, rule.facts.function(func), node.test):
-        return True  # fixed already: decided while tracing when the probability is 0.0
+        return Done.FIXED
     got = rewrite(rule, rule.facts.function(func), node.test)
     if got is None:
-        return _fix_binding(rule, node, func, message_head)
+        return _fix_binding(rule, node, func)
     test, prob, needs = got
-    rule.flag(node, f"{message_head}; {message(prob)}", at=node.test, replacement=node.with_changes(test=test),
-              safety=Safety.SAFE, needs_torch_import=needs)
-    return True
+    return Fix(node.with_changes(test=test), title=message(prob), needs_torch_import=needs)
 
 
 def message(prob: str) -> str:
@@ -156,7 +161,7 @@ def _only_tested(rule, func: cst.FunctionDef, name: str, binding: cst.CSTNode) -
     return tests if ok else None
 
 
-def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef, message_head: str) -> bool:
+def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | Elsewhere | Done | None:
     """`skip = self.training and dropout_probability < self.layerdrop`, then `if not skip or synced:`
     (wav2vec2 and its family): the guard goes into the binding, which decides every test of it."""
     ff = rule.facts.function(func)
@@ -166,7 +171,7 @@ def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef, message_
         if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or assign.value is not values[0]:
             continue
         if guarded(rule, ff, assign.value):
-            return True  # fixed already
+            return Done.FIXED
         got = rewrite(rule, ff, assign.value)
         tests = _only_tested(rule, func, n.value, assign) if got is not None else None
         if not tests:
@@ -174,11 +179,7 @@ def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef, message_
         test, prob, needs = got
         line = rule.get_metadata(PositionProvider, assign).start.line
         if tests[0] is not node:  # one fix, on the first test reading the binding
-            rule.flag(node, f"{message_head}; {message(prob)} (fixed at the binding of `{n.value}`, line {line})",
-                      at=node.test)
-            return True
-        rule.flag(assign, f"{message_head}; {message(prob)} (fix at the binding of `{n.value}`, line {line})",
-                  at=node.test, replacement=assign.with_changes(value=test), safety=Safety.SAFE,
-                  needs_torch_import=needs)
-        return True
-    return False
+            return Elsewhere(f"{message(prob)} (fixed at the binding of `{n.value}`, line {line})")
+        title = f"{message(prob)} (fix at the binding of `{n.value}`, line {line})"
+        return Fix(assign.with_changes(value=test), title=title, needs_torch_import=needs, node=assign)
+    return None

@@ -1,17 +1,13 @@
-"""Shared by the GM2xx rules: which calls are print/logging/warnings, and the guard fix.
+"""Which calls show values: print, logging, warnings (and their loggers), and argument side effects.
 
-Every GM2xx finding goes through `report()`: it checks compiled scope, decides whether
-the call can be guarded (a statement of its own, arguments without side effects) and
-says why not when it cannot.
+The GM2xx rules report these calls; the GM1xx fixes keep them out of the compiled form.
 """
 from __future__ import annotations
 
 import libcst as cst
 
 from .. import fastwalk
-from ..analysis.bindings import Bindings, dotted
-from . import build
-from .safety import Safety
+from .bindings import Bindings, dotted
 
 LEVELS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal")
 # Logger methods, plus the `*_once` wrappers (transformers' warning_once/info_once) and
@@ -25,11 +21,6 @@ MUTATING_METHODS = frozenset({
     "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "setdefault",
     "add", "discard", "send", "write", "popleft", "appendleft",
 })
-
-NO_FIX_VALUE_USED = "its value is used, so it cannot be guarded as a statement"
-NO_FIX_SHARED_LINE = "it shares its line with other statements"
-NO_FIX_ONE_LINE_BODY = "it is the body of a one-line compound statement"
-NO_FIX_SIDE_EFFECT = "an argument has a side effect ({}) that compiled code would then skip"
 
 
 def is_logger_factory(expr: cst.BaseExpression, b: Bindings | None = None) -> bool:
@@ -165,40 +156,3 @@ def _walk(node: cst.CSTNode):
     yield node
     for child in node.children:
         yield from _walk(child)
-
-
-def refusal(call: cst.Call, parent) -> str | None:
-    """Why the guard fix cannot be applied to `call`, or None when it can."""
-    expr_stmt = parent(call)
-    if not isinstance(expr_stmt, cst.Expr) or expr_stmt.value is not call:
-        return NO_FIX_VALUE_USED
-    line = parent(expr_stmt)
-    if isinstance(line, cst.SimpleStatementSuite):
-        return NO_FIX_ONE_LINE_BODY
-    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-        return NO_FIX_SHARED_LINE
-    if not isinstance(parent(line), cst.IndentedBlock):
-        return NO_FIX_SHARED_LINE
-    effect = side_effect(call)
-    if effect is not None:
-        return NO_FIX_SIDE_EFFECT.format(effect)
-    return None
-
-
-def report(rule, call: cst.Call, message: str) -> None:
-    """Flag `call` (already known to be print/logging/warnings in compiled scope)."""
-    reason = refusal(call, rule.parent)
-    if reason is not None:
-        rule.flag(call, f"{message} (no fix: {reason})")
-        return
-    line = build.sole_statement_line(call, rule.parent)
-    assert line is not None
-    spelled, needs_import = rule.spell("torch.compiler.is_compiling")
-    rule.flag(
-        line,
-        message,
-        at=call,
-        replacement=build.guard_statement(line, spelled),
-        safety=Safety.SAFE,
-        needs_torch_import=needs_import,
-    )

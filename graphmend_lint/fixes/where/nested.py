@@ -44,22 +44,30 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis import tables as T
-from ..analysis.bindings import dotted
-from . import split, trap, where
-from .ifstmt import alias_of
-from .safety import Safety
-from .where import code
+from ...analysis import tables as T
+from ...analysis.bindings import dotted
+from ..build import line, sole_line
+from ..fix import Fix, NoFix, Refused
+from ..safety import Safety
+from ..syntax import code, strip_parens
+from .after import alias_of
+from .compiled import (
+    SHAPE_ONLY,
+    assign,
+    build,
+    checked_note,
+    conjunction,
+    fresh,
+    one_sided,
+)
+from .proof import Prover
+from .verdict import EAGER_ONLY, GRAD_OFF, SHAPES, Verdict
 
 _STATEMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return)
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)
 # functions/methods whose result is a new tensor, never their argument itself or a view of it
 _COPYING_FUNCS = {"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.where"}
 _NOT_COPYING = {"contiguous", "detach"}  # may return the very tensor, or share its storage
-
-
-class Refused(Exception):
-    pass
 
 
 def _deferred(node: cst.CSTNode) -> str | None:
@@ -101,7 +109,7 @@ class Site:
         if isinstance(up, cst.AugAssign) and not isinstance(up.target, cst.Name):
             raise Refused("the augmented assignment's target is evaluated before it and is not a plain name")
         self.small = up
-        self.line = trap.sole_line(up, rule.parent)
+        self.line = sole_line(up, rule.parent)
 
     @staticmethod
     def _step(up: cst.CSTNode, child: cst.CSTNode) -> None:
@@ -151,7 +159,7 @@ class Site:
             if k in found:
                 raise Refused(f"the statement holds {text}")
 
-    def consumer(self, prover: where.Prover) -> None:
+    def consumer(self, prover: Prover) -> None:
         """A branch value that is a tensor object itself (`h`, `self.buf`): the statement gets that very
         tensor where torch.where gives a new one. Only code that makes a new tensor from it may see it."""
         aliases = [a for a in (alias_of(self.node.body), alias_of(self.node.orelse),
@@ -224,7 +232,7 @@ class Site:
         return out
 
 
-def _trivial(prover: where.Prover, e: cst.BaseExpression) -> bool:
+def _trivial(prover: Prover, e: cst.BaseExpression) -> bool:
     """Evaluating `e` earlier or later gives the same object: a constant, a local name (nothing in an
     expression without `:=` rebinds it; a global could be rebound by a call) or an imported name
     (`torch.float32`)."""
@@ -238,14 +246,14 @@ def _trivial(prover: where.Prover, e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Attribute) and prover.b.qualify(e) is not None
 
 
-def _reads_attribute(prover: where.Prover, check: str) -> bool:
+def _reads_attribute(prover: Prover, check: str) -> bool:
     """The check reads some object's attribute (`isinstance(self.limit, (int, float))`), not only a
     dtype-like fact of a tensor (`h.is_floating_point()`)."""
     found = []
 
     class V(cst.CSTVisitor):
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            if prover.b.qualify(n) is None and n.attr.value not in split._SHAPE_ONLY:
+            if prover.b.qualify(n) is None and n.attr.value not in SHAPE_ONLY:
                 found.append(n)
             return True
 
@@ -261,9 +269,9 @@ class _Replace(cst.CSTTransformer):
         return self.table.get(id(original), updated)
 
 
-def fix(rule, node: cst.IfExp, func: cst.FunctionDef, prover: where.Prover, verdict: where.Verdict,
-        replacement: cst.Call, message: str) -> str | None:
-    """Flag `node` with the nested compile-only form: None; else (nothing flagged) why it does not fit."""
+def fix(rule, node: cst.IfExp, func: cst.FunctionDef, prover: Prover, verdict: Verdict,
+        replacement: cst.Call) -> Fix | NoFix:
+    """The nested compile-only form of the ternary `node`, or why it does not fit."""
     try:
         site = Site(rule, node)
         site.check_statement()
@@ -272,9 +280,8 @@ def fix(rule, node: cst.IfExp, func: cst.FunctionDef, prover: where.Prover, verd
         site.consumer(prover)
         before = site.evaluated_before()
     except Refused as why:
-        return str(why)
-    cond, a, b = (arg.value for arg in replacement.args)
-    pure = where.Prover(rule, node, func)  # a scratch prover: its checks must not reach the verdict
+        return NoFix(str(why))
+    pure = Prover(rule, node, func)  # a scratch prover: its checks must not reach the verdict
 
     def is_pure(e):
         v = pure.total(e)
@@ -285,60 +292,73 @@ def fix(rule, node: cst.IfExp, func: cst.FunctionDef, prover: where.Prover, verd
     if not is_pure(node.test):  # the bound test may change what a pure part before it reads
         last = len(before) - 1
     bind = [e for i, e in enumerate(before) if i <= last and not _trivial(prover, e)]
-    target = site.small.targets[0].target if isinstance(site.small, cst.Assign) and len(site.small.targets) == 1 \
-        else getattr(site.small, "target", None)
-    stem = target.value if isinstance(target, cst.Name) else "out"
+    # the trace-time checks of the head run before the statement: an attribute they read could be
+    # changed by a call the statement makes before the ternary
+    heads = [prover.checks.get(m) for m in verdict.missing]
+    if impure and any(h not in (None, SHAPES, EAGER_ONLY, GRAD_OFF) and _reads_attribute(prover, h)
+                      for h in heads):
+        return NoFix("a trace-time check reads an attribute that a call before the ternary could change")
+    small = site.small.visit(_Replace({id(node): replacement}))
+    bound = _Bound(prover, site, bind, replacement)
+    sp = build(prover, site.line, verdict, [line(small)], shape_form=bound.form)
+    if sp.node is None:
+        return NoFix("no compile-only form fits")
+    note = ""
+    if sp.shapes_checked and bind:
+        note = f"; {', '.join(f'`{code(e)}`' for e in bind)} evaluated first, in order, as before the ternary"
+    title = f"fix: torch.where under torch.compile only (eager runs the line unchanged){checked_note(sp)}{note}"
+    safety = Safety.UNSAFE if sp.unchecked else Safety.SAFE
+    if sp.unchecked:
+        title = f"{title}; unsafe: {'; '.join(sp.unchecked)}"
+    return Fix(sp.node, safety, title, prover.imports, node=site.line)
 
-    def shape_form(_prover, _stmts, taken, line, missing):
+
+class _Bound:
+    """The shape form of a nested ternary: the parts evaluated before it, the test and the branch
+    values bound in order, then the statement with torch.where, or the ternary when shapes differ."""
+
+    def __init__(self, prover: Prover, site: Site, bind: list, replacement: cst.Call) -> None:
+        self.prover, self.site, self.bind = prover, site, bind
+        self.cond, self.a, self.b = (arg.value for arg in replacement.args)
+        small = site.small
+        target = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+            else getattr(small, "target", None)
+        self.stem = target.value if isinstance(target, cst.Name) else "out"
+
+    def form(self, _prover, _stmts, taken, stmt, missing) -> list:
+        prover, stem, node = self.prover, self.stem, self.site.node
         body: list = []
         table: dict[int, cst.BaseExpression] = {}
-        for e in bind:
-            n = split._fresh(taken, f"{stem}_part")
-            body.append(split._assign(n, where.strip_parens(e)))
+        for e in self.bind:
+            n = fresh(taken, f"{stem}_part")
+            body.append(assign(n, strip_parens(e)))
             table[id(e)] = cst.Name(n)
-        missing.extend(m for m in split.one_sided(prover, line, a, b) if m not in missing)
-        cond_name = split._fresh(taken, "cond")
-        body.append(split._assign(cond_name, cond))
-        names, checks = [], []
-        for side, v in (("if", a), ("else", b)):
-            if isinstance(v, cst.Name):
-                names.append(v.value)
-                continue
-            n = split._fresh(taken, f"{stem}_{side}")
-            body.append(split._assign(n, v))
-            names.append(n)
+        missing.extend(m for m in one_sided(prover, stmt, self.a, self.b) if m not in missing)
+        cond_name = fresh(taken, "cond")
+        body.append(assign(cond_name, self.cond))
+        names = self._bind_values(body, taken)
         x, y = names
-        for n, v in zip(names, (a, b)):
-            if not prover.is_tensor(v):
-                checks.append(f"isinstance({n}, {code(prover.torch('torch.Tensor'))})")
+        checks = [f"isinstance({n}, {code(prover.torch('torch.Tensor'))})"
+                  for n, v in zip(names, (self.a, self.b)) if not prover.is_tensor(v)]
         checks.append(f"{x}.shape == {y}.shape and {x}.dtype == {y}.dtype")
         parens = dict(lpar=node.lpar, rpar=node.rpar)
         w = prover.call("torch.where", cst.Name(cond_name), cst.Name(x), cst.Name(y)).with_changes(**parens)
         f = cst.parse_expression(f"{x} if {cond_name} else {y}").with_changes(**parens)
-        on_where = site.small.visit(_Replace({**table, id(node): w}))
-        on_fallback = site.small.visit(_Replace({**table, id(node): f}))
-        test = cst.parse_expression(split._and(list(dict.fromkeys(checks))))
-        body.append(cst.If(test=test, body=cst.IndentedBlock(body=[split._line(on_where)]),
-                           orelse=cst.Else(body=cst.IndentedBlock(body=[split._line(on_fallback)]))))
+        on_where = self.site.small.visit(_Replace({**table, id(node): w}))
+        on_fallback = self.site.small.visit(_Replace({**table, id(node): f}))
+        test = cst.parse_expression(conjunction(list(dict.fromkeys(checks))))
+        body.append(cst.If(test=test, body=cst.IndentedBlock(body=[line(on_where)]),
+                           orelse=cst.Else(body=cst.IndentedBlock(body=[line(on_fallback)]))))
         return body
 
-    # the trace-time checks of the head run before the statement: an attribute they read could be
-    # changed by a call the statement makes before the ternary
-    heads = [prover.checks.get(m) for m in verdict.missing]
-    if impure and any(h not in (None, where.SHAPES, where.EAGER_ONLY, where.GRAD_OFF) and _reads_attribute(prover, h)
-                      for h in heads):
-        return "a trace-time check reads an attribute that a call before the ternary could change"
-    small = site.small.visit(_Replace({id(node): replacement}))
-    sp = split.build(prover, site.line, verdict, [split._line(small)], shape_form=shape_form)
-    if sp.node is None:
-        return "no compile-only form fits"
-    checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
-        if sp.checked else ""
-    bound = ""
-    if "equal shapes and dtypes of the branch values" in sp.checked and bind:
-        bound = f"; {', '.join(f'`{code(e)}`' for e in bind)} evaluated first, in order, as before the ternary"
-    head = f"{message}; fix: torch.where under torch.compile only (eager runs the line unchanged){checks}{bound}"
-    safety = Safety.UNSAFE if sp.unchecked else Safety.SAFE
-    rule.flag(site.line, f"{head}; unsafe: {'; '.join(sp.unchecked)}" if sp.unchecked else head, at=node.test,
-              replacement=sp.node, safety=safety, needs_torch_import=prover.imports)
-    return None
+    def _bind_values(self, body: list, taken: set[str]) -> list[str]:
+        """Names of the branch values: a name as is, else a fresh one bound in `body`."""
+        names = []
+        for side, v in (("if", self.a), ("else", self.b)):
+            if isinstance(v, cst.Name):
+                names.append(v.value)
+                continue
+            n = fresh(taken, f"{self.stem}_{side}")
+            body.append(assign(n, v))
+            names.append(n)
+        return names

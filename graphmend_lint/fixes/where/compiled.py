@@ -26,10 +26,13 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..analysis import context
-from . import where
-from .safety import Safety
-from .where import SHAPES, code
+from ...analysis import context
+from ...analysis import tables as T
+from ...analysis.bindings import dotted
+from ..build import assign
+from ..syntax import code, flatten, names_in, strip_parens
+from .proof import Prover
+from .verdict import EAGER_ONLY, GRAD_OFF, SHAPES, Verdict
 
 
 @dataclass
@@ -38,9 +41,10 @@ class Split:
     unchecked: list[str] = field(default_factory=list)  # missing proofs no trace-time check covers
     checked: list[str] = field(default_factory=list)  # the trace-time checks, as source
     grad_only: list[str] = field(default_factory=list)  # why the compiled form waits for gradients off
+    shapes_checked: bool = False  # the branch values are bound and compared while tracing
 
 
-def _fresh(taken: set[str], base: str) -> str:
+def fresh(taken: set[str], base: str) -> str:
     name, k = base, 1
     while name in taken:
         k += 1
@@ -49,7 +53,7 @@ def _fresh(taken: set[str], base: str) -> str:
     return name
 
 
-def _where_parts(prover: where.Prover, e: cst.BaseExpression) -> tuple | None:
+def _where_parts(prover: Prover, e: cst.BaseExpression) -> tuple | None:
     """(cond, a, b) of `torch.where(cond, a, b)` whose values are no torch.where themselves (an elif)."""
     if not (isinstance(e, cst.Call) and len(e.args) == 3 and prover.b.qualify(e.func) == "torch.where"):
         return None
@@ -59,26 +63,26 @@ def _where_parts(prover: where.Prover, e: cst.BaseExpression) -> tuple | None:
     return c, a, b
 
 
-_SHAPE_ONLY = {"shape", "dtype", "device", "size", "dim", "ndim", "numel", "is_floating_point"}
+SHAPE_ONLY = {"shape", "dtype", "device", "size", "dim", "ndim", "numel", "is_floating_point"}
 
 
-def _reads(prover: where.Prover, e: cst.CSTNode) -> dict[str, int]:
+def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
     """Names (and `self.x` chains) whose values `e` reads, not counting the data argument of a
     constructor (`torch.tensor(self.factors)` copies it, with no autograd link) or `.shape`-like reads."""
     found: dict[str, int] = {}
 
     class V(cst.CSTVisitor):
         def visit_Call(self, n: cst.Call) -> bool:
-            if prover.b.qualify(n.func) in where.T.CONSTRUCTORS:
+            if prover.b.qualify(n.func) in T.CONSTRUCTORS:
                 for a in n.args[1:]:
                     a.value.visit(self)
                 return False
             return True
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            if n.attr.value in _SHAPE_ONLY:
+            if n.attr.value in SHAPE_ONLY:
                 return False
-            name = where.dotted(n)
+            name = dotted(n)
             if name is not None and name.startswith("self."):
                 found[name] = found.get(name, 0) + 1
             else:
@@ -100,7 +104,7 @@ def _reads(prover: where.Prover, e: cst.CSTNode) -> dict[str, int]:
     return found
 
 
-def one_sided(prover: where.Prover, node: cst.If, a: cst.BaseExpression, b: cst.BaseExpression) -> list[str]:
+def one_sided(prover: Prover, node: cst.If, a: cst.BaseExpression, b: cst.BaseExpression) -> list[str]:
     """torch.where gives a zero gradient to what only the untaken branch reads, where `if` gave none
     (`.grad` stays None; optimizers with weight decay or momentum treat the two differently)."""
     if prover.grad_off:
@@ -116,15 +120,7 @@ def one_sided(prover: where.Prover, node: cst.If, a: cst.BaseExpression, b: cst.
     return out
 
 
-def _line(small: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine(body=[small])
-
-
-def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
-    return _line(cst.Assign([cst.AssignTarget(cst.Name(name))], value))
-
-
-def _test(parts: list[str], prover: where.Prover, node: cst.CSTNode) -> cst.BaseExpression:
+def _test(parts: list[str], prover: Prover, node: cst.CSTNode) -> cst.BaseExpression:
     """`a and b and c`, wrapped one operand a line in parentheses (as ruff format does) when
     `if <test>:` would pass 88 columns."""
     module = node
@@ -133,7 +129,7 @@ def _test(parts: list[str], prover: where.Prover, node: cst.CSTNode) -> cst.Base
     step = module.default_indent if module is not None else "    "  # tabs in a tab-indented file
     pos = prover.rule.get_metadata(PositionProvider, node, None)
     col = 4 * (pos.start.column // max(len(step), 1)) if pos is not None else 0  # as if indented by 4 spaces
-    flat = _and(parts)
+    flat = conjunction(parts)
     if col + len(flat) + 4 <= 88 or len(parts) < 2:
         return cst.parse_expression(flat)
     parts = [q for p in parts for q in p.split(" and ")]  # the checks hold no nested `and`
@@ -141,7 +137,8 @@ def _test(parts: list[str], prover: where.Prover, node: cst.CSTNode) -> cst.Base
     return cst.parse_expression(text)
 
 
-def _and(parts: list[str]) -> str:
+def conjunction(parts: list[str]) -> str:
+    """`a and b and c`, as source."""
     return " and ".join(parts)
 
 
@@ -152,7 +149,7 @@ class _Named(cst.CSTTransformer):
         self.text, self.name = text, name
 
     def on_leave(self, original, updated):
-        if isinstance(original, cst.BaseExpression) and code(where.strip_parens(original)) == self.text:
+        if isinstance(original, cst.BaseExpression) and code(strip_parens(original)) == self.text:
             return cst.Name(self.name)
         return updated
 
@@ -161,25 +158,13 @@ def _tensor_rooted(v: cst.BaseExpression, known: set[str]) -> bool:
     """`v` is a name the head checked with isinstance(..., torch.Tensor), or indexes one."""
     while isinstance(v, cst.Subscript):
         v = v.value
-    return where.dotted(v) in known
+    return dotted(v) in known
 
 
-def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If, grad: list[str],
-                known: set[str] = frozenset()) -> list | None:
-    """Bind the branch values of the final torch.where statements and compare them while tracing.
-    `grad` collects what holds only with gradients off (names read in one branch only)."""
-    body: list = []
-    for st in stmts:
-        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
-        if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and \
-                prover.b.qualify(small.value.func) == "torch.where":
-            break
-        if isinstance(small, cst.Return):
-            break
-        body.append(st)
-    results = stmts[len(body):]
-    cond_name = None
-    pairs: list[tuple[str | None, str, str, cst.BaseExpression]] = []  # (target, a, b, cond)
+def _where_pairs(prover: Prover, node: cst.CSTNode, results: list, grad: list[str]) -> tuple[list, bool] | None:
+    """(target or None, a, b, cond) of each torch.where the final statements assign or return, and
+    whether they return a tuple; None for other forms. `grad` as in `_shape_form`."""
+    pairs: list[tuple[str | None, cst.BaseExpression, cst.BaseExpression, cst.BaseExpression]] = []
     ret_tuple = False
     for st in results:
         small = st.body[0]
@@ -200,15 +185,35 @@ def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If
             c, a, b = parts
             pairs.append((target, a, b, c))
             grad.extend(m for m in one_sided(prover, node, a, b) if m not in grad)
+    return pairs, ret_tuple
+
+
+def _shape_form(prover: Prover, stmts: list, taken: set[str], node: cst.If, grad: list[str],
+                known: set[str] = frozenset()) -> list | None:
+    """Bind the branch values of the final torch.where statements and compare them while tracing.
+    `grad` collects what holds only with gradients off (names read in one branch only)."""
+    body: list = []
+    for st in stmts:
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and \
+                prover.b.qualify(small.value.func) == "torch.where":
+            break
+        if isinstance(small, cst.Return):
+            break
+        body.append(st)
+    found = _where_pairs(prover, node, stmts[len(body):], grad)
+    if found is None:
+        return None
+    pairs, ret_tuple = found
     if not pairs:
         return None
     conds = {code(c) for *_, c in pairs}
     if len(conds) != 1:
         return None
     cond = pairs[0][3]
-    cond_name = _fresh(taken, "cond")
-    body.append(_assign(cond_name, cond))
-    named = _Named(code(where.strip_parens(cond)), cond_name)
+    cond_name = fresh(taken, "cond")
+    body.append(assign(cond_name, cond))
+    named = _Named(code(strip_parens(cond)), cond_name)
     checks, where_stmts, fallback, outs_where, outs_fallback = [], [], [], [], []
     for i, (target, a, b, _) in enumerate(pairs):
         stem = target or "out"
@@ -217,8 +222,8 @@ def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If
             if isinstance(v, cst.Name):
                 names.append(v.value)
                 continue
-            n = _fresh(taken, f"{stem}_{side}")
-            body.append(_assign(n, v.visit(named)))
+            n = fresh(taken, f"{stem}_{side}")
+            body.append(assign(n, v.visit(named)))
             names.append(n)
         x, y = names
         for n, v in zip(names, (a, b)):
@@ -237,7 +242,7 @@ def _shape_form(prover: where.Prover, stmts: list, taken: set[str], node: cst.If
         sep = ", "
         where_stmts.append(f"return {sep.join(outs_where)}")
         fallback.append(f"return {sep.join(outs_fallback)}")
-    text = f"if {_and(dict.fromkeys(checks))}:\n" + "".join(f"    {s}\n" for s in where_stmts) + "else:\n" + \
+    text = f"if {conjunction(dict.fromkeys(checks))}:\n" + "".join(f"    {s}\n" for s in where_stmts) + "else:\n" + \
         "".join(f"    {s}\n" for s in fallback)
     body.append(cst.parse_statement(text).visit(_ModuleIndent()))
     return body
@@ -250,7 +255,7 @@ class _ModuleIndent(cst.CSTTransformer):
         return updated.with_changes(indent=None)
 
 
-def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict: where.Verdict, replacement,
+def build(prover: Prover, node: cst.If | cst.SimpleStatementLine, verdict: Verdict, replacement,
           shape_form=None) -> Split:
     """The compile-only form of the planned torch.where `replacement` for the `if` statement `node`
     (or a statement line holding a ternary: it becomes the `else:` block). `shape_form` binds and
@@ -263,12 +268,12 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
     grad_off: list[str] = []
     for why in verdict.missing:
         check = prover.checks.get(why)
-        if check == where.EAGER_ONLY:
+        if check == EAGER_ONLY:
             continue
-        if check == where.GRAD_OFF:
+        if check == GRAD_OFF:
             grad_off.append(why)
             continue
-        if check is None or check != SHAPES and where.names_in(cst.parse_expression(check)) & setup_names:
+        if check is None or check != SHAPES and names_in(cst.parse_expression(check)) & setup_names:
             out.unchecked.append(why)
         elif check == SHAPES:
             shapes = True
@@ -283,7 +288,7 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
         stmts, prefix = list(replacement), None
     stmts = [s.with_changes(leading_lines=()) for s in stmts]  # the comments stay with the original
     if shapes:
-        taken = set(prover.ff.assigned) | set(prover.ff.params) | where.names_in(prover.func)
+        taken = set(prover.ff.assigned) | set(prover.ff.params) | names_in(prover.func)
         tensor = code(prover.torch("torch.Tensor"))
         parts = [p for check in pre for p in check.split(" and ")]
         known = {p[len("isinstance("):-len(f", {tensor})")] for p in parts
@@ -298,6 +303,7 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
         else:
             stmts = bound
             out.checked.append("equal shapes and dtypes of the branch values")
+            out.shapes_checked = True
     if grad_off:  # a Python constant while tracing (Dynamo guards on the grad mode)
         grad_on, needs = prover.rule.spell("torch.is_grad_enabled")
         prover.imports = prover.imports or needs
@@ -317,7 +323,7 @@ def build(prover: where.Prover, node: cst.If | cst.SimpleStatementLine, verdict:
 
 def _compiling_head(test: cst.BaseExpression, b) -> bool:
     """`is_compiling()` or `is_compiling() and ...`: the head of a compile-only form."""
-    head = where.flatten(test, cst.And)[0]
+    head = flatten(test, cst.And)[0]
     return context.is_compiling_check(head, b)
 
 
@@ -342,34 +348,8 @@ def is_fallback(rule, node: cst.CSTNode) -> bool:
     return False
 
 
-def fix_if(rule, node: cst.If, func: cst.FunctionDef, at: cst.CSTNode, head: str) -> None:
-    """Flag a tensor `if` (GM101, GM104) with its torch.where fix: the short form when it is exact in
-    eager too, else the compile-only form (safe when every missing proof is checked while tracing)."""
-    from . import ifstmt
-
-    prover = where.Prover(rule, node, func)
-    verdict, replacement = ifstmt.plan(prover, node)
-    if verdict.refuse or replacement is None:
-        rule.flag(node, f"{head}; no fix: {verdict.refuse}", at=at)
-        return
-    if isinstance(replacement, list):
-        replacement = cst.FlattenSentinel(replacement)
-    if not verdict.missing:
-        how = " (double where: exact gradients)" if verdict.guard else ""
-        rule.flag(node, f"{head}; fix: torch.where{how}", at=at, replacement=replacement, safety=Safety.SAFE,
-                  needs_torch_import=prover.imports)
-        return
-    sp = build(prover, node, verdict, replacement.nodes if isinstance(replacement, cst.FlattenSentinel) else replacement)
-    checks = f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})" \
-        if sp.checked else ""
-    text = f"{head}; fix: torch.where under torch.compile only (eager runs the `if` unchanged){checks}"
-    if sp.grad_only:
-        text += f"; with gradients on, the `if` runs as before ({'; '.join(sp.grad_only)})"
-    logged = [m for m in verdict.missing if m.endswith(ifstmt.LOGGED_IN_EAGER)]
-    if logged:
-        text += f"; {', '.join(logged)}"
-    if sp.unchecked:
-        rule.flag(node, f"{text}; unsafe: {'; '.join(sp.unchecked)}", at=at, replacement=sp.node,
-                  safety=Safety.UNSAFE, needs_torch_import=prover.imports)
-        return
-    rule.flag(node, text, at=at, replacement=sp.node, safety=Safety.SAFE, needs_torch_import=prover.imports)
+def checked_note(sp: Split) -> str:
+    """`, checked while tracing (`a`, `b`)`, or "" when nothing is checked."""
+    if not sp.checked:
+        return ""
+    return f", checked while tracing ({', '.join(f'`{c}`' if '`' not in c else c for c in sp.checked)})"

@@ -1,0 +1,45 @@
+"""GM2xx guard fix: `stmt` -> `if not torch.compiler.is_compiling(): stmt` (or why not)."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.effects import side_effect
+from . import build
+from .fix import Fix, NoFix
+
+NO_FIX_VALUE_USED = "its value is used, so it cannot be guarded as a statement"
+NO_FIX_SHARED_LINE = "it shares its line with other statements"
+NO_FIX_ONE_LINE_BODY = "it is the body of a one-line compound statement"
+NO_FIX_SIDE_EFFECT = "an argument has a side effect ({}) that compiled code would then skip"
+
+
+def refusal(call: cst.Call, parent) -> str | None:
+    """Why the guard fix cannot be applied to `call`, or None when it can."""
+    expr_stmt = parent(call)
+    if not isinstance(expr_stmt, cst.Expr) or expr_stmt.value is not call:
+        return NO_FIX_VALUE_USED
+    line = parent(expr_stmt)
+    if isinstance(line, cst.SimpleStatementSuite):
+        return NO_FIX_ONE_LINE_BODY
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return NO_FIX_SHARED_LINE
+    if not isinstance(parent(line), cst.IndentedBlock):
+        return NO_FIX_SHARED_LINE
+    effect = side_effect(call)
+    if effect is not None:
+        return NO_FIX_SIDE_EFFECT.format(effect)
+    return None
+
+
+TITLE = "guard it with `not torch.compiler.is_compiling()`"
+
+
+def guard(rule, call: cst.Call) -> Fix | NoFix:
+    """The guard fix of `call` (already known to be print/logging/warnings in compiled scope)."""
+    reason = refusal(call, rule.parent)
+    if reason is not None:
+        return NoFix(reason)
+    line = build.sole_statement_line(call, rule.parent)
+    assert line is not None
+    spelled, needs_import = rule.spell("torch.compiler.is_compiling")
+    return Fix(build.guard_statement(line, spelled), title=TITLE, needs_torch_import=needs_import, node=line)

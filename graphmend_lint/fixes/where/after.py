@@ -1,0 +1,162 @@
+"""What the code after a statement does with a name: modifies it in place, or shows it (print,
+logging, formatting, `.grad_fn`), where torch.where's new tensor would differ from the branch's."""
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from ...analysis import context, effects
+from ..syntax import code, literal_int
+from .verdict import Gap, GapKind
+
+# Builtins whose output shows a tensor's grad_fn (`tensor(..., grad_fn=<WhereBackward0>)`).
+_SHOWING = {"print": "printed", "str": "formatted", "repr": "formatted", "format": "formatted"}
+
+
+class After(cst.CSTVisitor):
+    """Names mutated in place, or observed (printed, logged, formatted, `.grad_fn` read),
+    textually after a position in one function."""
+
+    def __init__(self, rule, after: tuple[int, int], func: cst.FunctionDef | None = None) -> None:
+        self.rule, self.after, self.func = rule, after, func
+        self.mutated: dict[str, str] = {}
+        self.observed: dict[str, str] = {}  # name -> "printed later (`print(...)`)"
+        self.grad_fn_read: set[str] = set()  # names first observed by reading their `.grad_fn`
+
+    def _observe(self, node: cst.BaseExpression, how: str) -> None:
+        for name in self._shown(node):
+            self.observed.setdefault(name, how)
+
+    def _shown(self, e: cst.BaseExpression) -> set[str]:
+        """Names whose tensor object itself is shown when `e` is printed (`h`, `(h, x)`, `f"{h}"`);
+        not `h.shape` or `h.sum()`, which show the same either way."""
+        if isinstance(e, cst.Name):
+            return {e.value}
+        parts: list = []
+        if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
+            parts = [el.value for el in e.elements]
+        elif isinstance(e, cst.Dict):
+            parts = [x for el in e.elements for x in ((el.key, el.value) if isinstance(el, cst.DictElement) else (el.value,))]
+        elif isinstance(e, cst.IfExp):
+            parts = [e.body, e.orelse]
+        elif isinstance(e, cst.BooleanOperation):
+            parts = [e.left, e.right]
+        elif isinstance(e, cst.FormattedString):
+            parts = [p.expression for p in e.parts if isinstance(p, cst.FormattedStringExpression)]
+        elif isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo):
+            parts = [e.right]  # "%s" % h
+        elif isinstance(e, cst.Call):
+            f = e.func
+            method = isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value not in ("self", "cls")
+            if not method and not (self.rule.facts.bindings.qualify(f) or "").startswith("torch"):
+                parts = [a.value for a in e.args]  # a user function may show its argument
+        return set().union(set(), *(self._shown(x) for x in parts))
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        if self._late(node):
+            self._observe(node.expression, "formatted later (in an f-string)")
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "grad_fn" and isinstance(node.value, cst.Name) and self._late(node):
+            if node.value.value not in self.observed:
+                self.observed[node.value.value] = f"read later as `{code(node)}`"
+                self.grad_fn_read.add(node.value.value)
+
+    def _late(self, node: cst.CSTNode) -> bool:
+        pos = self.rule.get_metadata(PositionProvider, node, None)
+        return pos is not None and (pos.start.line, pos.start.column) >= self.after
+
+    def visit_Call(self, node: cst.Call) -> None:
+        shown = self.shows(node) if self._late(node) else None
+        if shown:
+            for a in node.args:
+                self._observe(a.value, shown)
+        f = node.func
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and self._late(node):
+            m = f.attr.value
+            if m.endswith("_") and not m.startswith("_"):
+                self.mutated.setdefault(f.value.value, code(node))
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value == "out" and isinstance(a.value, cst.Name) and self._late(node):
+                self.mutated.setdefault(a.value.value, code(node))
+
+    def shows(self, call: cst.Call) -> str | None:
+        """How `call` shows its arguments (print, logging, warnings, str/repr/format), or None."""
+        shown = self.showing(call)
+        return shown[1] if shown else None
+
+    def showing(self, call: cst.Call) -> tuple[bool, str] | None:
+        """(whether `call` only formats its arguments into text, outputting nothing; how it shows
+        them), or None when it does not show them."""
+        f = call.func
+        b = self.rule.facts.bindings
+        if isinstance(f, cst.Name) and f.value in _SHOWING:
+            return _SHOWING[f.value] == "formatted", f"{_SHOWING[f.value]} later (`{f.value}(...)`)"
+        qual = b.qualify(f) or ""
+        if qual in effects.LOGGING_FUNCS or qual in effects.WARN_FUNCS:
+            return False, f"{'logged' if qual.startswith('logging') else 'warned about'} later (`{code(f)}(...)`)"
+        if isinstance(f, cst.Attribute):
+            m = f.attr.value
+            if m == "format" and isinstance(f.value, (cst.SimpleString, cst.ConcatenatedString)):
+                return True, "formatted later (`str.format(...)`)"
+            # `.log` is also a tensor method: only on a known logger
+            if m in effects.LOGGER_METHODS and (m != "log" or self.func is not None and effects.LoggerFinder(
+                    self.rule).is_logger(f.value, self.func)):
+                return False, f"logged later (`{code(f)}(...)`)"
+        return None
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        t = node.target.value if isinstance(node.target, cst.Subscript) else node.target
+        if isinstance(t, cst.Name) and self._late(node):
+            self.mutated.setdefault(t.value, code(node).strip())
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        t = node.target
+        if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and self._late(node):
+            self.mutated.setdefault(t.value.value, code(t) + " = ...")
+
+
+def later_than(rule, node: cst.CSTNode, func: cst.FunctionDef) -> tuple[int, int]:
+    """Where the code that runs after `node` starts: its end, or, inside a loop, the start of the
+    outermost loop around it (the loop body before it runs again on the next iteration)."""
+    pos = rule.get_metadata(PositionProvider, node)
+    start = (pos.end.line, pos.end.column)
+    for _, up in context.ancestors(node, rule.parent):
+        if up is func:
+            break
+        if isinstance(up, (cst.For, cst.While)):
+            p = rule.get_metadata(PositionProvider, up)
+            start = (p.start.line, p.start.column)
+    return start
+
+
+def alias_of(expr: cst.BaseExpression) -> str | None:
+    """The name whose very tensor object `expr` is (`x`, `(x)`, `x.contiguous()`), else None."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value == "contiguous":
+        return alias_of(expr.func.value)
+    if isinstance(expr, cst.Subscript) and all(
+            isinstance(el.slice, cst.Slice) or literal_int(el.slice.value) is not None for el in expr.slice):
+        return alias_of(expr.value)  # basic indexing: a view, it shares the storage
+    return None
+
+
+def rebind_proofs(after: After, name: str, sources: set[str], check_name: bool = True) -> list[Gap]:
+    """Missing proofs when `name` becomes a new `torch.where` tensor where it was one of the branch
+    values, some of them the very tensors `sources` (tests/fuzz_regressions/GM101_1.py, GM101_3.py)."""
+    missing = []
+    if name in after.observed:
+        kind = GapKind.GRAD_FN_READ if name in after.grad_fn_read else GapKind.SHOWN
+        missing.append(Gap(f"`{name}` is {after.observed[name]}: its grad_fn would show WhereBackward0 "
+                           "instead of the branch's", kind))
+    if check_name and name in after.mutated:
+        missing.append(Gap(f"`{name}` is modified in place later (`{after.mutated[name]}`): the branch kept the "
+                           "very same tensor object, torch.where makes a new one", GapKind.MUTATED))
+    for src in sorted(sources - {name}):
+        if src in after.mutated:
+            missing.append(Gap(f"`{name}` is the very tensor `{src}` when that branch runs, and `{src}` is modified "
+                               f"in place later (`{after.mutated[src]}`): the change reached `{name}` through the "
+                               "branch, not through the new tensor torch.where makes", GapKind.MUTATED))
+    return missing

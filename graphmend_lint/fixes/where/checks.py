@@ -1,0 +1,107 @@
+"""Trace-time checks: a missing proof that is a Python constant while Dynamo traces (a type, a
+dtype, a shape) becomes a check of the compile-only form. Each returns (missing proof, check)."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ...analysis import tables as T
+from ...analysis.bindings import dotted
+from ..syntax import code, literal_int
+from .values import Values
+from .verdict import FLOAT_DTYPES
+
+
+class Checks(Values):
+    def index_guard(self, n: cst.Subscript) -> tuple[list[str], list[str]] | None:
+        """`x[idx]`, `x[:, 0]`, `x[1:, idx]`: (the tensor indices, the trace-time checks under which the
+        indexing cannot raise once each tensor index is 0 where its branch is not taken), or None for
+        other forms. A tensor index must be a long tensor (not a mask, whose result shape depends on
+        the data) and the dim it indexes non-empty; an integer index within its dim's size."""
+        base = dotted(n.value)
+        if base is None or base.split(".")[0] in self.local or not n.slice:
+            return None
+        tensor = code(self.torch("torch.Tensor"))
+        checks = [] if self.is_tensor(n.value) else [f"isinstance({base}, {tensor})"]
+        names: list[str] = []
+        for d, el in enumerate(n.slice):
+            part = el.slice
+            if isinstance(part, cst.Slice):
+                for bound in (part.lower, part.upper, part.step):
+                    if bound is not None and literal_int(bound) is None:
+                        return None
+                if part.step is not None and literal_int(part.step) == 0:
+                    return None  # slice step cannot be zero
+                continue
+            k = literal_int(part.value)
+            if k is not None:
+                checks.append(f"{base}.shape[{d}] > {k}" if k >= 0 else f"{base}.shape[{d}] >= {-k}")
+                continue
+            name = dotted(part.value)
+            if name is None or name in ("None", "True", "False") or name.split(".")[0] in self.local:
+                return None
+            is_t = "" if self.is_tensor(part.value) else f"isinstance({name}, {tensor}) and "
+            checks.append(f"{is_t}{name}.dtype == {code(self.torch('torch.long'))}")
+            checks.append(f"{base}.shape[{d}] > 0")
+            names.append(name)
+        if len(checks) == (0 if self.is_tensor(n.value) else 1):
+            return names, []  # slices with literal bounds: they cannot raise
+        return names, list(dict.fromkeys(checks))
+
+    def tensor_data(self, call: cst.Call) -> tuple[str | None, str | None]:
+        """`torch.tensor(self.factors, dtype=torch.float32, device=x.device)`: it cannot raise when the
+        data is a flat list or tuple of numbers, a Python constant while tracing, so the compile-only
+        form can check it. (missing proof, check) or (None, None) for other constructors."""
+        if self.b.qualify(call.func) not in ("torch.tensor", "torch.as_tensor") or not call.args:
+            return None, None
+        data, rest = call.args[0], call.args[1:]
+        name = dotted(data.value)
+        if data.keyword is not None or data.star or name is None:
+            return None, None
+        for a in rest:
+            kw = a.keyword.value if a.keyword is not None else None
+            if kw == "dtype" and (self.b.qualify(a.value) or "").startswith("torch.") and \
+                    (self.b.qualify(a.value) or "")[6:] in FLOAT_DTYPES | {"int64", "int32", "long", "int"}:
+                continue
+            if kw == "device" and isinstance(a.value, cst.Attribute) and a.value.attr.value == "device":
+                continue
+            return None, None
+        return (f"`{name}` is not provably a flat list of numbers (`{code(call.func)}` raises on other data "
+                "when its branch is not taken)",
+                f"isinstance({name}, (list, tuple)) and all(isinstance(v, (int, float)) for v in {name})")
+
+    def like_data(self, call: cst.Call) -> tuple[str | None, str | None]:
+        """`torch.zeros_like(h)`, `torch.full_like(h, 0.5)`: it cannot raise when `h` is a tensor
+        (a Python constant while tracing); (missing proof, check), or (None, None) for other forms."""
+        q = self.b.qualify(call.func) or ""
+        if q not in ("torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like") or not call.args:
+            return None, None
+        first, rest = call.args[0], call.args[1:]
+        name = dotted(first.value)
+        if first.keyword is not None or first.star or name is None or name.split(".")[0] in self.local:
+            return None, None
+        if q == "torch.full_like":
+            if len(rest) != 1 or rest[0].keyword is not None or not self.number(rest[0].value)[0]:
+                return None, None
+        elif rest:
+            return None, None
+        why = f"`{name}` is not provably a tensor (`{code(call.func)}` raises on other values when its branch is not taken)"
+        if self.is_tensor(first.value):
+            return "", None  # proved
+        return why, f"isinstance({name}, {code(self.torch('torch.Tensor'))})"
+
+    def empty_check(self, call: cst.Call) -> tuple[str, str] | None:
+        """`x.amax()` raises on an empty `x` (`x.std()` warns on one element): the element count is
+        a shape, a Python constant while Dynamo traces (sizes 0 and 1 are always specialized), so the
+        compile-only form can check it instead of refusing. (missing proof, check) or None."""
+        op, recv, rest = self.op_name(call)
+        name = dotted(recv) if recv is not None else None
+        if name is None or op not in T.RAISES_ON_EMPTY | T.WARNS_ON_EMPTY or op not in T.REDUCTIONS:
+            return None
+        if op in T.WARNS_ON_EMPTY and (rest or call.args and self.b.qualify(call.func) is None):
+            return None  # a reduction over one dim warns on a size-1 dim: not a count of elements
+        least = 1 if op in T.WARNS_ON_EMPTY else 0
+        check = f"{name}.numel() > {least}"
+        if not self.is_tensor(recv):
+            check = f"isinstance({name}, {code(self.torch('torch.Tensor'))}) and {check}"
+        verb = "warns on fewer than two elements" if least else "raises on an empty tensor"
+        return f"`{code(call.func)}` {verb} when its branch is not taken", check

@@ -1,0 +1,33 @@
+"""GM101/GM104: the torch.where fix of a tensor `if` statement, as a `Fix` or a `NoFix`."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..fix import Fix, NoFix
+from ..safety import Safety
+from .assign import plan
+from .compiled import build, checked_note
+from .proof import Prover
+
+
+def fix_if(rule, node: cst.If, func: cst.FunctionDef) -> Fix | NoFix:
+    """The torch.where fix of a tensor `if`: the short form when it is exact in eager too, else the
+    compile-only form (safe when every missing proof is checked while tracing)."""
+    prover = Prover(rule, node, func)
+    verdict, replacement = plan(prover, node)
+    if verdict.refuse or replacement is None:
+        return NoFix(verdict.refuse)
+    if isinstance(replacement, list):
+        replacement = cst.FlattenSentinel(replacement)
+    if not verdict.missing:
+        how = " (double where: exact gradients)" if verdict.guard else ""
+        return Fix(replacement, Safety.SAFE, f"fix: torch.where{how}", prover.imports)
+    sp = build(prover, node, verdict, replacement.nodes if isinstance(replacement, cst.FlattenSentinel) else replacement)
+    title = f"fix: torch.where under torch.compile only (eager runs the `if` unchanged){checked_note(sp)}"
+    if sp.grad_only:
+        title += f"; with gradients on, the `if` runs as before ({'; '.join(sp.grad_only)})"
+    if verdict.logged:
+        title += f"; {', '.join(verdict.logged)}"
+    if sp.unchecked:
+        return Fix(sp.node, Safety.UNSAFE, f"{title}; unsafe: {'; '.join(sp.unchecked)}", prover.imports)
+    return Fix(sp.node, Safety.SAFE, title, prover.imports)

@@ -1,0 +1,143 @@
+"""Totality: evaluating a branch value has no side effects and cannot raise (torch.where runs
+both branches), or the missing proofs and their trace-time checks."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ...analysis import tables as T
+from ...analysis.bindings import dotted
+from ..syntax import code
+from .checks import Checks
+from .values import any_tensor_dims
+from .verdict import Verdict
+
+CAST_OK = set(T.CAST_METHODS)
+
+
+class _Walk(cst.CSTVisitor):
+    """Collects into `v` why evaluating the visited value may raise or have side effects."""
+
+    def __init__(self, prover: Totality, value: bool) -> None:
+        self.prover, self.value, self.v = prover, value, Verdict()
+
+    def _refuse(self, why: str) -> None:
+        self.v.refuse = self.v.refuse or why
+
+    def _miss(self, why: str, check: str | None = None) -> None:
+        if check:
+            self.prover.checks[why] = check
+        if why not in self.v.missing:
+            self.v.missing.append(why)
+
+    def visit_Subscript(self, n: cst.Subscript) -> None:
+        why = f"indexing `{code(n)}` may raise when its branch is not taken"
+        guard = self.prover.index_guard(n) if self.value else None
+        if guard is None:
+            self._refuse(why)
+        elif guard[1]:
+            self._miss(why, " and ".join(guard[1]))
+
+    def visit_Lambda(self, n: cst.Lambda) -> bool:
+        self._refuse("a lambda in a branch")
+        return False
+
+    def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
+        prover, op = self.prover, n.operator
+        if isinstance(op, cst.MatrixMultiply):
+            self._refuse(f"`{code(n)}` may raise on shapes valid only in its branch")
+        if not isinstance(op, (cst.Divide, cst.FloorDivide, cst.Modulo)):
+            return
+        nonzero = prover.number(n.right)[0] and code(n.right).strip("-+ ").rstrip("0.") != ""
+        tensor_div = isinstance(op, cst.Divide) and (prover.is_tensor(n.left) or prover.is_tensor(n.right))
+        float_div = prover.is_float(n.left) or prover.is_float(n.right)
+        if not (nonzero and isinstance(n.right, (cst.Integer, cst.Float)) or tensor_div or float_div):
+            self._refuse(f"`{code(n)}` may raise (division by zero) when its branch is not taken")
+
+    def visit_Call(self, n: cst.Call) -> None:
+        reason = self.prover.call_problem(n)
+        empty = self.prover.empty_check(n) if reason else None
+        if empty is not None:  # raises only on an empty tensor: a shape, known while tracing
+            self._miss(*empty)
+        elif reason:
+            self._refuse(reason)
+        if self.prover.b.qualify(n.func) in T.CONSTRUCTORS:
+            self._constructor(n)
+        self._float_only(n)
+
+    def _constructor(self, n: cst.Call) -> None:
+        """A constructor's arguments: a missing proof, checked while tracing when it can be."""
+        why, check = self.prover.tensor_data(n)
+        if why is None:
+            why, check = self.prover.like_data(n)
+        if why is None:
+            why = f"`{code(n.func)}(...)` may raise on arguments not proved valid when its branch is not taken"
+        if why and why not in self.v.missing:  # "": proved
+            self.v.missing.append(why)
+        if why and check:
+            self.prover.checks[why] = check
+
+    def _float_only(self, n: cst.Call) -> None:
+        """An elementwise op that raises on some non-floating dtypes."""
+        op, recv, _ = self.prover.op_name(n)
+        if op in T.ELEMENTWISE and recv is not None and T.ELEMENTWISE[op].raises and not self.prover.is_float(recv):
+            why = f"`{code(recv)}` is not provably floating (`{op}` raises on some other dtypes)"
+            self._miss(why, f"{dotted(recv)}.is_floating_point()" if dotted(recv) else None)
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        _, why = self.prover.number(n)
+        if why and why not in self.v.missing:
+            self.v.missing.append(why)
+
+
+class Totality(Checks):
+    def total(self, node: cst.BaseExpression, value: bool = False) -> Verdict:
+        """Evaluating `node` has no side effects and cannot raise (refuse otherwise).
+
+        `value`: `node` is a branch value that the caller rewrites with `index_guarded` (the tensor
+        indices of its untaken branch become 0), so indexing it needs only the checks of `index_guard`."""
+        walk = _Walk(self, value)
+        node.visit(walk)
+        return walk.v
+
+    def evaluated_first(self) -> set[str]:
+        """Calls in the part of the test that always runs (before any `and`/`or`), as source."""
+        test = getattr(self.node, "test", None)
+        if test is None:
+            return set()
+        while isinstance(test, cst.BooleanOperation):
+            test = test.left
+        found: set[str] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                found.add(code(n))
+
+        test.visit(V())
+        return found
+
+    def call_problem(self, call: cst.Call) -> str | None:
+        """Why this call may have side effects or raise; None when it cannot."""
+        q = self.b.qualify(call.func)
+        if q == "torch.finfo":
+            return None  # checked with its attribute (see number())
+        if q in ("torch.logical_and", "torch.logical_or", "torch.logical_not") or q in T.CONSTRUCTORS:
+            return None  # constructors: see total(), which makes their arguments a missing proof
+        op, recv, rest = self.op_name(call)
+        name = code(call.func)
+        if op is None or recv is None:
+            return f"`{name}(...)` may have side effects: torch.where runs both branches"
+        if op in T.ELEMENTWISE and T.ELEMENTWISE[op].dim_arg and not any_tensor_dims(rest):
+            return f"`{name}` raises on a dim out of range when its branch is not taken"
+        if op in T.ELEMENTWISE:
+            return None  # dtype-dependent raising: see total(), which makes it a missing proof
+        if op in T.PREDICATES or op in CAST_OK:
+            return None
+        if op in T.REDUCTIONS:
+            if op in T.RAISES_ON_EMPTY and code(call) in self.evaluated_first():
+                return None  # the test already ran it: had it raised, the branch would not be chosen
+            if op in T.RAISES_ON_EMPTY:
+                return f"`{name}` raises on an empty tensor when its branch is not taken"
+            if op in T.WARNS_ON_EMPTY:
+                return f"`{name}` warns on too few elements when its branch is not taken"
+            return None
+        return f"`{name}(...)` may have side effects or raise: torch.where runs both branches"
