@@ -7,7 +7,7 @@ from ..analysis import explain as X
 from . import base
 
 
-class DeepcopyTensorRule(base.GraphMendRule):
+class DeepcopyOfTensorRule(base.GraphMendRule):
     """
     ## What it does
     Finds `copy.deepcopy(t)` of a value the analysis proves to be a tensor (or a list, tuple or

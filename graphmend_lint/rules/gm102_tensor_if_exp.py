@@ -88,7 +88,7 @@ class TensorIfExpRule(base.GraphMendRule):
     """
 
     CODE = "GM102"
-    NAME = "tensor-ifexp"
+    NAME = "tensor-if-exp"
     FIX = "sometimes"
     MESSAGE = "`a if c else b` on a tensor value breaks the graph (data-dependent branching)"
 

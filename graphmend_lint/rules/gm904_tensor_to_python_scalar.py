@@ -7,7 +7,7 @@ from ..analysis import explain as X
 from . import base
 
 
-class ScalarConversionRule(base.GraphMendRule):
+class TensorToPythonScalarRule(base.GraphMendRule):
     """
     ## What it does
     Finds `int(t)`, `float(t)` and `bool(t)` of a value the analysis proves to be a tensor, in code

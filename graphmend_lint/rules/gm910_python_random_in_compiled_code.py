@@ -15,7 +15,7 @@ NP_NO_ARGS = {"rand", "randn", "random", "random_sample", "ranf", "sample"}
 NP_SCALAR = {"randint": 2, "uniform": 2, "normal": 2}  # size is the third positional argument
 
 
-class RandomModuleRule(base.GraphMendRule):
+class PythonRandomInCompiledCodeRule(base.GraphMendRule):
     """
     ## What it does
     Finds calls of Python's `random` module (`random.random()`, `gauss`, `choice`, `shuffle`,

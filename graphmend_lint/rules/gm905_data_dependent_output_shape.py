@@ -9,7 +9,7 @@ from . import base
 DYNAMIC_FUNCS = {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
 
 
-class DynamicShapeOpRule(base.GraphMendRule):
+class DataDependentOutputShapeRule(base.GraphMendRule):
     """
     ## What it does
     Finds operators whose output shape depends on tensor values, in code that runs under

@@ -7,7 +7,7 @@ from ..analysis import explain as X
 from . import base
 
 
-class TimeCallRule(base.GraphMendRule):
+class TimeCallInCompiledCodeRule(base.GraphMendRule):
     """
     ## What it does
     Finds calls of functions of the `time` module (`time.perf_counter()`, `time.time()`,

@@ -9,7 +9,7 @@ from . import base
 DISABLE = {"torch.compiler.disable", "torch._dynamo.disable"}
 
 
-class DisabledCallRule(base.GraphMendRule):
+class CallOfDisabledFunctionRule(base.GraphMendRule):
     """
     ## What it does
     Finds calls, in code that runs under `torch.compile`, of same-file functions or methods

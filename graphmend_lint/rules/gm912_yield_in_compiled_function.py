@@ -6,7 +6,7 @@ from fixit import Invalid, Valid
 from . import base
 
 
-class GeneratorForwardRule(base.GraphMendRule):
+class YieldInCompiledFunctionRule(base.GraphMendRule):
     """
     ## What it does
     Finds `yield` / `yield from` directly in a function that is compiled itself: a `forward` of an
@@ -40,7 +40,7 @@ class GeneratorForwardRule(base.GraphMendRule):
     """
 
     CODE = "GM912"
-    NAME = "generator-in-compiled-code"
+    NAME = "yield-in-compiled-function"
     FIX = "none"
     MESSAGE = ("compiled function is a generator: Dynamo skips the whole frame (GB0003 under fullgraph); "
                "return a list or tuple, or move the generator into a helper it consumes")

@@ -10,7 +10,7 @@ OPERATIONS = (cst.BinaryOperation, cst.Comparison, cst.BooleanOperation, cst.Una
               cst.FormattedStringExpression)
 
 
-class DataPtrRule(base.GraphMendRule):
+class DataPtrInCompiledCodeRule(base.GraphMendRule):
     """
     ## What it does
     Finds `tensor.data_ptr()` whose value is used in arithmetic, a comparison, a boolean operator
