@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="lint the whole of each file, not only the code rules can report on (slower; for debugging)")
 
     r = sub.add_parser("rule", help="print a rule's documentation")
-    r.add_argument("code", nargs="?", help="e.g. GM201 (omit with --all)")
+    r.add_argument("code", nargs="?", help="a code, name or Fixit name: GM201, print-in-compiled-code or "
+                   "PrintInCompiledCode (omit with --all)")
     r.add_argument("--all", action="store_true", help="list every rule")
 
     # `verify` (graphmend_lint/verify/): run a script, join its real graph breaks with our findings

@@ -1,6 +1,6 @@
 """Which real graph breaks does graphmend-lint predict? Recall and precision against Dynamo.
 
-    python -m perf.coverage                 # the model suite below -> perf/results/coverage/
+    python -m perf.coverage                 # the model suite below -> perf/results/predicted_vs_real_breaks/
     python -m perf.coverage hf_bart hf_t5   # some of them (prints only)
     python -m perf.coverage pkg.mod:make    # any importable factory: make() -> (model, [inputs, ...])
     python -m perf.coverage --report        # rebuild report.md from coverage.json
@@ -31,7 +31,7 @@ from graphmend_lint import engine, parallel  # noqa: E402
 from graphmend_lint.settings import Settings  # noqa: E402
 from graphmend_lint.verify import recorder  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results" / "coverage"
+OUT = Path(__file__).resolve().parent / "results" / "predicted_vs_real_breaks"
 NOTES = OUT / "notes.md"  # hand-written part of the report (appended to the generated one)
 
 

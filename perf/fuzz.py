@@ -3,8 +3,8 @@
 Runs the oracle of tests/test_fuzz.py (tests/fuzzcheck.py) on programs from tests/fuzzgen.py,
 seeded 0..N-1 (reproducible: `fuzzgen.generate(fuzzgen.RandomChooser(seed))`). Every example is
 appended to a JSON-lines log as it finishes, so an interrupted run resumes where it stopped.
-Writes perf/results/fuzz/summary.json and summary.md, and one reproducer per failing program
-under perf/results/fuzz/failures/. To keep a program cheap, line coverage and idempotence are
+Writes perf/results/differential_fuzz/summary.json and summary.md, and one reproducer per failing program
+under perf/results/differential_fuzz/failures/. To keep a program cheap, line coverage and idempotence are
 measured on every 10th program and graph breaks (torch._dynamo.explain) on every 500th.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "perf" / "results" / "fuzz"
+OUT = ROOT / "perf" / "results" / "differential_fuzz"
 
 
 COMMIT = ""

@@ -1,6 +1,6 @@
 """Graph breaks of the GM1xx rule fixtures before and after the fixes (Dynamo's graph_breaks log).
 
-    python perf/gm1_fixtures.py [--out perf/results/gm1_fixtures]
+    python perf/gm1_fixtures.py [--out perf/results/breaks_gm1_fixtures]
 
 Every tests/fixtures/GM10x/invalid_*.py with a `make()`: its inputs (chosen so that every branch is
 taken) run compiled with aot_eager, once per variant: the original, the safe fix (the golden
@@ -69,7 +69,7 @@ def _same(a, b) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(ROOT / "perf" / "results" / "gm1_fixtures"))
+    ap.add_argument("--out", default=str(ROOT / "perf" / "results" / "breaks_gm1_fixtures"))
     args = ap.parse_args()
     cases = sorted(p for d in sorted((ROOT / "tests" / "fixtures").glob("GM10*")) for p in d.glob("invalid_*.py")
                    if not p.name.endswith("fixed.py") and "def make(" in p.read_text(encoding="utf-8"))

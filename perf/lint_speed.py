@@ -2,6 +2,11 @@
 
     python perf/lint_speed.py [--tree DIR] [--sample 200] [--seed 0] [--jobs 2]
     python perf/lint_speed.py --tree-only [--code DIR] [--out FILE] [--output-format json|text]
+    python perf/lint_speed.py --stages [--tree DIR] [--every 5]
+
+`--stages`: where the cold time of one process goes. Every k-th file of the tree, CPU seconds per
+stage of a lint-only run (read, validate = `ast.parse` + nesting-depth check, pre-filter,
+skeleton, libcst parse, rules), printed as a markdown table; nothing is written.
 
 `--tree-only`: no Fixit; lints a copy of the tree cold and warm, then edits 3 files (a comment line
 appended) and lints those 3 alone with the warm cache, as a pre-commit hook would (per-file
@@ -36,6 +41,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `python perf/lint_speed.py`: the parent reads rule names (and --stages lints)
+    sys.path.insert(0, str(ROOT))
 OUT = ROOT / "perf/results/lint_speed"
 FIXIT_ROW = re.compile(r"(.+?)@(\d+):(\d+) (\w+): (.*?)(?: \(has autofix\))?$")
 
@@ -109,11 +116,15 @@ def ours_rows(stdout: str, fmt: str = "json") -> set[tuple]:
 
 
 def fixit_rows(stdout: str) -> set[tuple]:
+    """Fixit's findings, its rule names turned into our codes (the JSON output's "code")."""
+    from graphmend_lint.rules import by_code
+
     rows = set()
     for line in stdout.splitlines():
         m = FIXIT_ROW.match(line)
         if m:
-            rows.add((str(Path(m[1]).resolve()), int(m[2]), int(m[3]), m[4], m[5]))
+            rule = by_code(m[4])
+            rows.add((str(Path(m[1]).resolve()), int(m[2]), int(m[3]), rule.CODE if rule else m[4], m[5]))
     return rows
 
 
@@ -178,6 +189,59 @@ def tree_only(args) -> int:
     return 0
 
 
+STAGES = ("read", "validate", "prefilter", "skeleton", "libcst_parse", "rules")
+
+
+def stages(args) -> int:
+    """CPU seconds per stage of a lint-only run, one process, every `args.every`-th file of the tree."""
+    import libcst as cst
+
+    from graphmend_lint import engine, files, prefilter, runner, skeleton
+    from graphmend_lint.settings import Settings
+
+    paths = sorted(args.tree.resolve().rglob("*.py"))[::args.every]
+    s = Settings()
+    spent = dict.fromkeys(STAGES, 0.0)
+    kept = lines = 0
+
+    def clock(stage, fn, *a):
+        t = time.process_time()
+        try:
+            return fn(*a)
+        finally:
+            spent[stage] += time.process_time() - t
+
+    def run() -> None:
+        nonlocal kept, lines
+        for p in paths:
+            try:
+                source = clock("read", files.read_source, p, runner.MAX_BYTES)
+                tree = clock("validate", runner.validate, source)
+            except Exception:  # bad input: the CLI reports it and moves on
+                continue
+            if not clock("prefilter", prefilter.may_have_findings, source, s.compiled_scope, tree):
+                continue
+            kept += 1
+            lines += source.count(b"\n")
+            lean = clock("skeleton", skeleton.skeleton, source, tree, s.compiled_scope)
+            module = clock("libcst_parse", cst.parse_module, lean)
+            clock("rules", engine.lint_module, module, s)
+
+    # the CLI's analysis runs on a thread with a large stack and a high recursion limit: so does this
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), runner.RECURSION_LIMIT))
+    threading.stack_size(runner.STACK_BYTES)
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    total = sum(spent.values())
+    print(f"{len(paths)} files (every {args.every}th of {args.tree}), {kept} kept by the pre-filter "
+          f"({lines} lines); {total:.1f} CPU-s in all\n")
+    print("| stage | CPU s | share |\n|---|---|---|")
+    for stage, v in spent.items():
+        print(f"| {stage} | {v:.2f} | {100 * v / total:.0f}% |")
+    return 0
+
+
 def main() -> int:
     import transformers  # noqa: F401  (only to locate the default tree)
 
@@ -191,7 +255,11 @@ def main() -> int:
     ap.add_argument("--code", type=Path, default=ROOT / "graphmend_lint")
     ap.add_argument("--keep-output", type=Path, help="--tree-only: write the cold run's JSON output here")
     ap.add_argument("--output-format", choices=("json", "text"), default="json", help="--tree-only: the CLI's output")
+    ap.add_argument("--stages", action="store_true", help="CPU seconds per stage of a lint-only run (one process)")
+    ap.add_argument("--every", type=int, default=5, help="--stages: every k-th file of the tree")
     args = ap.parse_args()
+    if args.stages:
+        return stages(args)
     if args.tree_only:
         return tree_only(args)
 

@@ -149,6 +149,42 @@ def test_rule_docs_command(capsys):
     assert main(["rule", "GM999x"]) == 2
 
 
+@pytest.mark.parametrize("name", ["GM201", "gm201", "print-in-compiled-code", "PrintInCompiledCode",
+                                  "PrintInCompiledCodeRule"])
+def test_rule_command_takes_a_code_a_name_or_the_fixit_name(capsys, name):
+    assert main(["rule", name]) == 0
+    assert capsys.readouterr().out.startswith("# GM201: print-in-compiled-code")
+
+
+@pytest.mark.parametrize("name", ["TensorSliceBound", "tensor-as-size", "TensorAsSize"])
+def test_rule_command_takes_former_names(capsys, name):
+    assert main(["rule", name]) == 0
+    assert capsys.readouterr().out.startswith("# GM906: tensor-as-size")
+
+
+TIME_MODULE = """import time
+from torch import nn
+
+
+class M(nn.Module):
+    def forward(self, x):
+        t = time.perf_counter()
+        return x * t
+"""
+
+
+@pytest.mark.parametrize("comment", ["# lint-ignore: TimeCallInCompiledCode", "# lint-ignore: TimeCall",
+                                     "# lint-ignore: TimeCallRule", "# lint-fixme: TimeCall"])
+def test_former_fixit_name_still_suppresses(project, capsys, comment):
+    (project / "model.py").write_text(TIME_MODULE.replace("perf_counter()", f"perf_counter()  {comment}"))
+    assert run(["check", "--select", "GM908", "."], project, capsys)[0] == 0
+
+
+def test_another_rules_former_name_does_not_suppress(project, capsys):
+    (project / "model.py").write_text(TIME_MODULE.replace("perf_counter()", "perf_counter()  # lint-ignore: DataPtr"))
+    assert run(["check", "--select", "GM908", "."], project, capsys)[0] == 1
+
+
 def test_console_script_runs(project):
     proc = subprocess.run([sys.executable, "-m", "graphmend_lint", "check", "model.py"], cwd=project,
                           capture_output=True, text=True)

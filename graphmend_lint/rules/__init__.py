@@ -1,5 +1,7 @@
-"""Rule discovery: every `gmNNN_*.py` module here holds exactly one rule class.
+"""Rule discovery: every `gmNNN_<name>.py` module here holds exactly one rule class.
 
+One name per rule: module `gm906_tensor_as_size`, class `TensorAsSizeRule` (Fixit name
+`TensorAsSize`), NAME `tensor-as-size` (tests/test_docs.py checks that they agree).
 A module that fails to import raises here, loudly (Fixit would only warn).
 """
 from __future__ import annotations
@@ -8,8 +10,9 @@ import importlib
 import pkgutil
 
 from . import base
+from .former_names import FORMER_NAMES
 
-__all__ = ["ALL_RULES", "by_code"]
+__all__ = ["ALL_RULES", "by_code", "fixit_name"]
 
 
 def _discover() -> tuple[type[base.GraphMendRule], ...]:
@@ -34,8 +37,17 @@ def _discover() -> tuple[type[base.GraphMendRule], ...]:
 ALL_RULES = _discover()
 
 
-def by_code(code: str) -> type[base.GraphMendRule] | None:
+def fixit_name(rule: type[base.GraphMendRule]) -> str:
+    """The name Fixit prints and `# lint-ignore:` takes: the class name without "Rule"."""
+    return rule.__name__.removesuffix("Rule")
+
+
+def by_code(name: str) -> type[base.GraphMendRule] | None:
+    """The rule named by a code (`GM201`), a NAME (`print-in-compiled-code`), a Fixit name
+    (`PrintInCompiledCode`, with or without "Rule"), or a former name of the rule."""
+    key = name.strip().lower()
     for rule in ALL_RULES:
-        if rule.CODE == code.upper() or rule.NAME == code:
+        names = {n.lower() for n in (rule.CODE, rule.NAME, fixit_name(rule), *FORMER_NAMES.get(rule.CODE, ()))}
+        if key in names or key.removesuffix("rule") in names:
             return rule
     return None

@@ -12,11 +12,13 @@ from typing import ClassVar
 
 import libcst as cst
 from fixit import LintRule
+from fixit.ftypes import LintIgnoreRegex
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from .. import analysis, settings
 from ..analysis import context
 from ..fixes import Elsewhere, Fix, NoFix, Safety, house
+from .former_names import fixit_aliases
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
@@ -112,12 +114,17 @@ class GraphMendRule(LintRule):
     def ignore_lint(self, node: cst.CSTNode) -> bool:
         if super().ignore_lint(node):
             return True
+        former = fixit_aliases(self.CODE)  # `# lint-ignore: OldName` still works after a rename
+        former += tuple(n.lower() for n in former)
         for comment in self.node_comments(node):
             m = NOQA.search(comment)
             if m:
                 codes = m.group("codes")
                 if codes is None or self.CODE in re.split(r"[\s,]+", codes.upper()):
                     return True
+            m = LintIgnoreRegex.search(comment) if former else None
+            if m and m.group(2) and any(n.strip().removesuffix("Rule") in former for n in m.group(2).split(",")):
+                return True
         return False
 
     # -- reporting -----------------------------------------------------------

@@ -12,7 +12,7 @@ SIZE_METHODS = {"view": 0, "reshape": 0, "expand": 0, "new_zeros": 0, "new_ones"
 SIZE_FUNCS = {"torch.zeros", "torch.ones", "torch.empty"}
 
 
-class TensorSliceBoundRule(base.GraphMendRule):
+class TensorAsSizeRule(base.GraphMendRule):
     """
     ## What it does
     Finds tensors used where Python needs an integer, in code that runs under `torch.compile`:

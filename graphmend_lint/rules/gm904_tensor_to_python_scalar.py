@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import libcst as cst
+from fixit import Invalid, Valid
+
+from ..analysis import explain as X
+from . import base
+
+
+class TensorToPythonScalarRule(base.GraphMendRule):
+    """
+    ## What it does
+    Finds `int(t)`, `float(t)` and `bool(t)` of a value the analysis proves to be a tensor, in code
+    that runs under `torch.compile` (outside `if`/`while`/`assert` tests, which the GM1xx/GM3xx
+    rules report). Conversions of shapes, sizes, config values and Python numbers are not reported.
+
+    ## Why it breaks the graph
+    The conversion calls `Tensor.item()` under the hood: Dynamo breaks with GB0124
+    "Unsupported Tensor.item() call with capture_scalar_outputs=False" (measured on torch 2.13:
+    2 graphs / 1 break for each of `int`, `float`, `bool`). With
+    `torch._dynamo.config.capture_scalar_outputs = True` it is traced (1 graph / 0 breaks).
+
+    ## Example
+    ```python
+    class Norm(nn.Module):
+        def forward(self, x):
+            return x / float(x.norm())
+    ```
+
+    ## Fix
+    Keep the tensor (`x / x.norm()`), or set `capture_scalar_outputs = True`.
+
+    ## Fix safety
+    No automatic fix: a 0-d tensor promotes dtypes differently from a Python number and
+    cannot be used where Python needs a number (`range`, string formatting, slicing).
+
+    ## When no fix is offered
+    Always (detection only).
+    """
+
+    CODE = "GM904"
+    NAME = "tensor-to-python-scalar"
+    FIX = "none"
+    MESSAGE = ("`{conv}()` of a tensor calls `.item()` and breaks the graph (GB0124); keep the value as a "
+               "tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    n = int(x.shape[0])
+                    scale = float(self.config.scale)
+                    return x[:n] * scale
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    return x / float(x.norm())
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    k = int((x > 0).sum())
+                    return x * k
+            """
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Name) and func.value in ("int", "float", "bool")) or len(node.args) != 1:
+            return
+        if X.qualified(self, func) is not None or node.args[0].star or X.chain_has(node.args[0].value, "numpy"):
+            return  # conversions of `.numpy()` results are GM903's
+        v = X.value(self, node, node.args[0].value)
+        if v is None or not v.is_tensor or X.in_branch_test(node, self.parent):
+            return
+        self.report(node, self.MESSAGE.format(conv=func.value))

@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import libcst as cst
+from fixit import Invalid, Valid
+
+from ..analysis import explain as X
+from . import base
+
+DYNAMIC_FUNCS = {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
+
+
+class DataDependentOutputShapeRule(base.GraphMendRule):
+    """
+    ## What it does
+    Finds operators whose output shape depends on tensor values, in code that runs under
+    `torch.compile`: `nonzero`, `argwhere`, one-argument `torch.where(cond)`, `masked_select`,
+    `unique`, `unique_consecutive`, and indexing with a boolean mask (`x[x > 0]`; assignments
+    such as `x[mask] = 0` keep the shape and are not reported).
+
+    ## Why it breaks the graph
+    Dynamo cannot give the result a static shape: GB0036 "Dynamic shape operator" (measured on
+    torch 2.13: 2 graphs / 1 break each). `torch._dynamo.config.capture_dynamic_output_shape_ops =
+    True` traces them with unbacked symbolic sizes (1 graph / 0 breaks); `fullgraph=True` turns
+    that on too, so "passes fullgraph" does not mean "no break" under a plain `torch.compile`.
+
+    ## Example
+    ```python
+    class Pos(nn.Module):
+        def forward(self, x: torch.Tensor):
+            return x[x > 0].sum()
+    ```
+
+    ## Fix
+    Keep the shape fixed: `torch.where(x > 0, x, 0).sum()`, `masked_fill`, or multiply by the mask;
+    otherwise set `capture_dynamic_output_shape_ops = True`.
+
+    ## Fix safety
+    No automatic fix: the fixed-shape form differs for reductions such as `mean` or `max`,
+    and in what later code receives.
+
+    ## When no fix is offered
+    Always (detection only).
+    """
+
+    CODE = "GM905"
+    NAME = "data-dependent-output-shape"
+    FIX = "none"
+    MESSAGE = ("`{op}` has a data-dependent output shape and breaks the graph (GB0036); keep shapes fixed "
+               "(`torch.where`, `masked_fill`), or set `torch._dynamo.config.capture_dynamic_output_shape_ops = True`")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, mask):
+                    x[x < 0] = 0
+                    return torch.where(x > 0, x, 0).sum() + x[:, 0].sum()
+            """
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x, scores):
+                    mask, probs = self.router(x)
+                    if self.training:
+                        mask = mask.bool()
+                    return x[mask[:, 0]] * probs
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    mask, probs = self.router(x)
+                    mask = mask.bool()
+                    return x[mask[:, 0]] * probs
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x: torch.Tensor):
+                    return x[x > 0].sum()
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    idx = torch.nonzero(x > 0)
+                    return idx, torch.unique(x)
+            """
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = X.qualified(self, node.func)
+        if q is not None and q.startswith("torch."):
+            name = q.rsplit(".", 1)[1]
+            if q in (f"torch.{n}" for n in DYNAMIC_FUNCS) or (q == "torch.where" and len(node.args) == 1):
+                if X.value(self, node, node) is not None:
+                    self.report(node, self.MESSAGE.format(op=f"torch.{name}"))
+            return
+        attr = X.method_call(node, *DYNAMIC_FUNCS)
+        if attr is None:
+            return
+        v = X.value(self, node, attr.value)
+        if v is not None and v.kind != "static" and not self._static_receiver(attr):
+            self.report(node, self.MESSAGE.format(op=f".{attr.attr.value}()"))
+
+    def _static_receiver(self, attr: cst.Attribute) -> bool:
+        return X.qualified(self, attr.value) is not None  # np.unique, a module function
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if X.is_assign_target(node, self.parent):
+            return
+        for el in node.slice:
+            if isinstance(el.slice, cst.Index) and self._bool_mask(node, el.slice.value):
+                self.report(node, self.MESSAGE.format(op="boolean-mask indexing"))
+                return
+
+    def _bool_mask(self, node: cst.Subscript, index: cst.BaseExpression) -> bool:
+        v = X.value(self, node, index)
+        if v is None:
+            return False
+        if v.is_tensor and v.dtype == "bool":
+            return True
+        # `m = m.bool()` as the last, unconditional binding of `m` before the use (the facts join all
+        # bindings of a name, so an earlier unknown binding would hide it); `m[:, :, i]` keeps the dtype.
+        while isinstance(index, cst.Subscript) and all(isinstance(e.slice, cst.Slice) or
+                                                       isinstance(e.slice.value, (cst.Name, cst.Integer))
+                                                       for e in index.slice):
+            index = index.value
+        value = X.last_binding(self, node, index)
+        return isinstance(value, cst.Call) and X.method_call(value, "bool") is not None and not value.args
+
