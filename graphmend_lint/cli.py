@@ -7,17 +7,21 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from . import __version__, docs, output, parallel, prefilter, runner, settings, skeleton
+from . import __version__, docs, output, parallel, runner, settings
 from . import rules as rules_pkg
 from .files import discover
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
+def _rule_codes() -> tuple[str, ...]:
+    return tuple(r.CODE for r in rules_pkg.ALL_RULES)
+
+
 def _codes(value: str) -> tuple[str, ...]:
     """A comma-separated list of rule selectors; one that names no rule is an error (exit 2)."""
     codes = tuple(c.strip().upper() for c in value.split(",") if c.strip())
-    bad = settings.unknown_selectors(codes)
+    bad = settings.unknown_selectors(codes, _rule_codes())
     if bad:  # a ConfigError passes through argparse: one line, exit 2, no usage text (as config errors)
         raise settings.ConfigError(
             f"unknown rule selector {', '.join(f'`{c}`' for c in bad)} (`graphmend-lint rule --all` lists the rules)")
@@ -108,7 +112,7 @@ def _discovery(args: argparse.Namespace) -> settings.Discovery:
         elif "=" in value:
             table = settings.parse_override(value)
             try:  # unknown keys, bad values and unknown rule codes are errors before any file is read
-                settings.check_selectors(settings.from_table(table))
+                settings.check_selectors(settings.from_table(table), _rule_codes())
             except settings.ConfigError as e:
                 raise settings.ConfigError(f"--config {value!r}: {str(e).replace('[tool.graphmend] ', '')}") from None
             overrides.update(table)
@@ -128,14 +132,11 @@ def _discovery(args: argparse.Namespace) -> settings.Discovery:
             s = replace(s, compiled_scope=args.compiled_scope)
         if args.fix_generated:
             s = replace(s, fix_generated=True)
+        if args.no_prefilter or args.no_skeleton:  # --no-prefilter turns the skeleton off too
+            s = replace(s, prefilter=not args.no_prefilter, skeleton=False)
         return replace(s, fix_edits=fix_edits) if fix_edits else s
 
-    return settings.Discovery(config, overrides, adjust)
-
-
-def _set_speedups(args: argparse.Namespace) -> None:
-    prefilter.ENABLED = not args.no_prefilter
-    skeleton.ENABLED = not (args.no_prefilter or args.no_skeleton)
+    return settings.Discovery(config, overrides, adjust, rules=_rule_codes())
 
 
 def _stdin(args: argparse.Namespace, found: settings.Discovery) -> int:
@@ -150,7 +151,6 @@ def _stdin(args: argparse.Namespace, found: settings.Discovery) -> int:
         if fixing:
             sys.stdout.buffer.write(source)
         return EXIT_CLEAN
-    _set_speedups(args)
     ext = parallel.facts_of(name, s) if args.stdin_filename else None  # bases and callers on disk
     out = runner.check_source(name, source, s, fix=fixing or args.diff, diff=args.diff, write=False, ext=ext)
     if out.error:
@@ -217,7 +217,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     paths = [p for p in paths if p not in missing]
     errors = [(p, "no such file or directory") for p in missing]
-    _set_speedups(args)
     files = list(discover(paths, found_settings.for_dir, args.force_exclude))
     if not files and not missing:  # as ruff: say so, rather than "All checks passed!" on nothing
         print("warning: No Python files found under the given path(s)", file=sys.stderr)

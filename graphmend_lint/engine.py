@@ -1,18 +1,23 @@
-"""Run the rules over one source and apply fixes until nothing changes."""
+"""Run the rules over one source and apply fixes until nothing changes.
+
+Each parsed module gets one file context (analysis/filecontext.py), made here and handed to the
+rules as the metadata of its Module node; the fixes' passes read the module code it keeps.
+"""
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from . import fastwalk
 from . import rules as rules_pkg
 from . import settings as settings_mod
 from .analysis import external
 from .analysis.bindings import Bindings
+from .analysis.filecontext import FileContext
 from .fixes import layout
 
 MAX_FIX_PASSES = 10
@@ -26,22 +31,31 @@ class Result:
     source: bytes = b""  # the (possibly fixed) source
     fixed: int = 0  # number of fixes applied
     fixed_codes: Counter = field(default_factory=Counter)  # code -> fixes applied
+    # (nn.Module classes, compiled defs) the file alone shows, from the last lint (parallel.py)
+    scope: tuple = (frozenset(), frozenset())
 
 
 def selected_rules(s: settings_mod.Settings) -> list[type]:
     return [r for r in rules_pkg.ALL_RULES if s.selects(r.CODE)]
 
 
-def lint_module(module: cst.Module, s: settings_mod.Settings, ext: external.FileFacts | None = None,
-                source: bytes | None = None) -> list:
-    """`ext`: the file's facts from the project index (analysis/project.py); None: those set by the
-    caller (`external.use`), else the file alone. `source`: the module's code, if the caller has it
-    (positions are then computed one statement at a time)."""
-    with settings_mod.use(s), (external.use(ext) if ext is not None else contextlib.nullcontext()):
-        instances = [r() for r in selected_rules(s)]
-        fastwalk.visit_batched(module, instances, source)  # same hooks and metadata as MetadataWrapper's
+def lint(ctx: FileContext) -> list:
+    """The findings, sorted, of the rules `ctx.settings` selects on `ctx.module`."""
+    instances = [r() for r in selected_rules(ctx.settings)]
+    if instances:  # same hooks and metadata as MetadataWrapper's, the context handed in
+        metadata = {rules_pkg.base.FileContextProvider: {ctx.module: ctx}, ParentNodeProvider: ctx.parents,
+                    PositionProvider: ctx.positions}
+        fastwalk.visit_batched(ctx.module, instances, metadata)
     findings = [f for r in instances for f in r.findings]
     return sorted(findings, key=lambda f: f.sort_key)
+
+
+def lint_module(module: cst.Module, s: settings_mod.Settings, ext: external.FileFacts | None = None,
+                source: bytes | None = None) -> list:
+    """`lint` with a new context. `ext`: the file's facts from the project index (analysis/project.py);
+    None: the file alone. `source`: the module's code, if the caller has it (positions are then
+    computed one statement at a time)."""
+    return lint(FileContext(module, s, ext, source))
 
 
 def applicable(f, s: settings_mod.Settings) -> bool:
@@ -102,25 +116,23 @@ class NotOnWhole(Exception):
     """A fix's edits, computed on a skeleton, may not hold on the whole file."""
 
 
-def _attach_edits(module: cst.Module, findings: list, s: settings_mod.Settings, whole: str | None = None) -> None:
-    """`whole`: the whole file when `module` is its skeleton (runner.py); raises NotOnWhole unless
+def _attach_edits(ctx: FileContext, findings: list, whole: str | None = None) -> None:
+    """`whole`: the whole file when `ctx.module` is its skeleton (runner.py); raises NotOnWhole unless
     every fix's edits are shown to be those of the whole file (`_holds`)."""
+    s, module = ctx.settings, ctx.module
     todo = [f for f in findings if f.replacement is not None and (not f.needs_torch_import or s.can_add_imports)]
     if not todo:
         return
-    before, parts = _Parts.of(module)
-    parents = fastwalk.parents(module)
-    check = _Holds(module, parents, before, whole) if whole is not None else None
-    try:
-        for f in todo:
-            edits = parts.edits(f, s, parents) if parts is not None and not f.needs_torch_import else None
-            if edits is None:  # the whole module's way
-                edits = text_edits(before, layout.module_code(finish(before, apply_fixes(module, [f], parents), s)))
-            if check is not None and not check(f, edits):
-                raise NotOnWhole
-            f.edits = edits
-    finally:
-        layout.forget_code()
+    before, parts = _Parts.of(ctx)
+    parents = ctx.parents
+    check = _Holds(ctx, before, whole) if whole is not None else None
+    for f in todo:
+        edits = parts.edits(f) if parts is not None and not f.needs_torch_import else None
+        if edits is None:  # the whole module's way
+            edits = text_edits(before, ctx.code(finish(ctx, before, apply_fixes(module, [f], parents))))
+        if check is not None and not check(f, edits):
+            raise NotOnWhole
+        f.edits = edits
 
 
 class _Holds:
@@ -130,10 +142,10 @@ class _Holds:
     the two texts agree on U and every edit lies in U, the fixed texts differ only where the texts
     did, and difflib (set aside common start and end, then the same middle) gives the same edits."""
 
-    def __init__(self, module: cst.Module, parents: dict, before: str, whole: str) -> None:
-        self.module, self.parents = module, parents
+    def __init__(self, ctx: FileContext, before: str, whole: str) -> None:
+        self.module, self.parents = ctx.module, ctx.parents
         self.lines, self.whole = before.splitlines(keepends=True), whole.splitlines(keepends=True)
-        self.positions = fastwalk.lazy_positions(module, parents, before)
+        self.positions = ctx.positions
 
     def __call__(self, f, edits: list) -> bool:
         if len(self.lines) != len(self.whole):
@@ -162,8 +174,9 @@ class _Parts:
     whole module, without generating the whole module's code and positions again for each fix.
     Anything else (imports to add, CR line endings, a statement removed) takes the whole-module way."""
 
-    def __init__(self, module: cst.Module, before: str, texts: list[str], start: int) -> None:
-        self.module, self.before, self.texts = module, before, texts
+    def __init__(self, ctx: FileContext, before: str, texts: list[str], start: int) -> None:
+        self.ctx, self.module, self.before, self.texts = ctx, ctx.module, before, texts
+        module = ctx.module
         self.index = {id(stmt): i for i, stmt in enumerate(module.body)}
         self.offsets = []
         for text in texts:
@@ -171,18 +184,21 @@ class _Parts:
             start += len(text)
 
     @classmethod
-    def of(cls, module: cst.Module) -> "tuple[str, _Parts | None]":
+    def of(cls, ctx: FileContext) -> "tuple[str, _Parts | None]":
         """The module's code, and its parts when they add up to it. libcst's Module adds nothing
         between its parts when it has a trailing newline, so their code is the module's then."""
+        module = ctx.module
         head = "".join(module.code_for_node(n) for n in module.header)
         texts = [module.code_for_node(stmt) for stmt in module.body]
         joined = head + "".join(texts) + "".join(module.code_for_node(n) for n in module.footer)
-        before = joined if module.has_trailing_newline and joined else layout.module_code(module)
+        before = joined if module.has_trailing_newline and joined else ctx.code(module)
         if "\r" in before or "barry_as_FLUFL" in before or joined != before:  # not per statement
             return before, None
-        return before, cls(module, before, texts, len(head))
+        return before, cls(ctx, before, texts, len(head))
 
-    def edits(self, f, s: settings_mod.Settings, parents: dict) -> list | None:
+    def edits(self, f) -> list | None:
+        ctx, parents = self.ctx, self.ctx.parents
+        code = ctx.code
         node = f.node
         while node is not None and id(node) not in self.index:
             node = parents.get(node)
@@ -195,18 +211,18 @@ class _Parts:
             return None
         first = self.before.count("\n", 0, a)  # lines above the statement
         small = self.module.with_changes(header=[], body=[node], footer=[], has_trailing_newline=True)
-        if layout.module_code(small) != self.texts[i]:
+        if code(small) != self.texts[i]:
             return None
 
         def whole(m: cst.Module) -> str | None:
-            text = layout.module_code(m)
+            text = code(m)
             return self.before[:a] + text + self.before[b:] if m.body and text.endswith("\n") else None
 
         def lines(m: cst.Module) -> set[int] | None:
             text = whole(m)
             if text is None:
                 return None
-            n = layout.module_code(m).count("\n")
+            n = code(m).count("\n")
             got = {k - first for k in layout.changed_lines(self.before, text)}
             return got if all(1 <= k <= n for k in got) else None
 
@@ -214,23 +230,24 @@ class _Parts:
         touched = lines(fixed)
         if touched is None:
             return None
-        merged = layout.merge_guards(fixed, touched)
+        merged = layout.merge_guards(fixed, touched, code)
         if merged is not fixed:
             touched = lines(merged)
             if touched is None:
                 return None
-        after = whole(layout.wrap(merged, touched, s.line_length))
+        after = whole(layout.wrap(merged, touched, ctx.settings.line_length, code))
         return None if after is None else text_edits(self.before, after)
 
 
-def finish(before: str, module: cst.Module, s: settings_mod.Settings) -> cst.Module:
-    """The passes over fixed code, on the lines the fixes changed (fixes/layout.py): adjacent
-    guards merged, long lines wrapped at `line-length` as `ruff format` would."""
-    lines = layout.changed_lines(before, layout.module_code(module))
-    merged = layout.merge_guards(module, lines)
+def finish(ctx: FileContext, before: str, module: cst.Module) -> cst.Module:
+    """The passes over fixed code (`module`, made from `ctx.module`), on the lines the fixes changed
+    (fixes/layout.py): adjacent guards merged, long lines wrapped at `line-length` as `ruff format` would."""
+    code = ctx.code
+    lines = layout.changed_lines(before, code(module))
+    merged = layout.merge_guards(module, lines, code)
     if merged is not module:
-        lines = layout.changed_lines(before, layout.module_code(merged))
-    return layout.wrap(merged, lines, s.line_length)
+        lines = layout.changed_lines(before, code(merged))
+    return layout.wrap(merged, lines, ctx.settings.line_length, code)
 
 
 def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: external.FileFacts | None = None,
@@ -242,26 +259,26 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: exter
     and SyntaxError when a fix would produce code Python rejects (nothing is returned then).
     """
     s = replace(s, can_add_imports=True)
-    module = cst.parse_module(source)
-    findings = lint_module(module, s, ext, source)
+    ctx = FileContext(cst.parse_module(source), s, ext, source)
+    findings = lint(ctx)
     fixed, codes = 0, Counter()
     if fix:
-        original = module.code
+        original = ctx.code()
         for _ in range(MAX_FIX_PASSES):
             todo = _non_overlapping([f for f in findings if applicable(f, s)])
             if not todo:
                 break
-            new = apply_fixes(module, todo)
-            if layout.module_code(new) == layout.module_code(module):
+            new = apply_fixes(ctx.module, todo, ctx.parents)
+            if ctx.code(new) == ctx.code():
                 break
             fixed += len(todo)
             codes.update(f.code for f in todo)
-            code = finish(original, new, s).bytes
-            module = cst.parse_module(code)  # each pass lints finished code
-            findings = lint_module(module, s, ext, code)
+            code = finish(ctx, original, new).bytes
+            ctx = FileContext(cst.parse_module(code), s, ext, code)  # each pass lints finished code
+            findings = lint(ctx)
         with warnings.catch_warnings():  # the file's own SyntaxWarnings are not ours to print
             warnings.simplefilter("ignore")
-            compile(module.code, "<fixed>", "exec", dont_inherit=True)
+            compile(ctx.code(), "<fixed>", "exec", dont_inherit=True)
     elif s.fix_edits:  # JSON output and the language server
-        _attach_edits(module, findings, s, whole.decode("utf-8") if whole is not None else None)
-    return Result(findings, module.bytes if fix else source, fixed, codes)
+        _attach_edits(ctx, findings, whole.decode("utf-8") if whole is not None else None)
+    return Result(findings, ctx.module.bytes if fix else source, fixed, codes, ctx.scope_summary())

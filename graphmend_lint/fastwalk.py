@@ -21,7 +21,7 @@ import libcst as cst
 from libcst._batched_visitor import _BatchedCSTVisitor
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from .positions import LazyPositions, lazy_positions, positions  # noqa: F401  (fastwalk's API)
+from .positions import LazyPositions, positions  # noqa: F401  (fastwalk's API)
 
 _VISITS = {"visit_required", "visit_optional", "visit_sentinel", "visit_iterable", "visit_sequence",
            "visit_body_iterable", "visit_body_sequence"}
@@ -138,13 +138,9 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     _walk(node, on_visit, on_leave, visitor)
 
 
-_last_parents: list = []  # [(module, mapping)] of the last call: lint and fix edits ask for the same module
-
-
 def parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
-    """The same mapping as libcst's ParentNodeProvider (child -> parent); read-only."""
-    if _last_parents and _last_parents[0][0] is module:
-        return _last_parents[0][1]
+    """The same mapping as libcst's ParentNodeProvider (child -> parent); read-only.
+    A lint computes it once per module: its file context keeps it (analysis/filecontext.py)."""
     out: dict[cst.CSTNode, cst.CSTNode] = {}
     stack: list[cst.CSTNode] = []
 
@@ -159,7 +155,6 @@ def parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
             stack.pop()
 
     visit(module, _P())
-    _last_parents[:] = [(module, out)]
     return out
 
 
@@ -177,25 +172,37 @@ def _visitor_methods(v: object) -> dict[str, Callable]:
     return {name: getattr(v, name) for name in names}
 
 
-def visit_batched(module: cst.Module, visitors: list, source: bytes | str | None = None) -> None:
+def visit_batched(module: cst.Module, visitors: list, metadata: dict | None = None) -> None:
     """`MetadataWrapper(module).visit_batched(visitors)` with cheaper metadata and dispatch.
 
-    Parents come from the fast walk, positions are computed only when asked for (with `source`,
-    the module's code, one statement at a time: positions.py).
-    Visitors that need any other provider, or use attribute hooks, take libcst's path.
+    `metadata`: provider -> its mapping for this module, computed by the caller (the engine hands
+    in parents, positions and the file context); the providers it lacks are resolved by libcst.
+    Parents default to the fast walk's, positions are computed only when asked for.
+    Visitors that use attribute hooks take libcst's traversal (with the same metadata).
     """
     deps = set().union(*(v.get_inherited_dependencies() for v in visitors)) if visitors else set()
     methods: dict[str, list[Callable]] = {}
     for v in visitors:
         for name, fn in _visitor_methods(v).items():
             methods.setdefault(name, []).append(fn)
-    if not deps <= {ParentNodeProvider, PositionProvider} or any(_ATTR_HOOK.match(n) for n in methods):
-        MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(visitors)
-        return
-    up = parents(module) if ParentNodeProvider in deps else {}
-    metadata = {ParentNodeProvider: up, PositionProvider: lazy_positions(module, up or None, source)}
+    given = dict(metadata or {})
+    if ParentNodeProvider in deps and ParentNodeProvider not in given:
+        given[ParentNodeProvider] = parents(module)
+    if PositionProvider in deps and PositionProvider not in given:
+        given[PositionProvider] = LazyPositions(module, given.get(ParentNodeProvider), None)
+    missing = deps - given.keys()
+    if missing:
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        given.update(wrapper.resolve_many(missing))
     for v in visitors:
-        v.metadata = {k: metadata[k] for k in v.get_inherited_dependencies()}
+        v.metadata = {k: given[k] for k in v.get_inherited_dependencies()}
+    if any(_ATTR_HOOK.match(n) for n in methods):
+        try:
+            module.visit(_BatchedCSTVisitor(methods))
+        finally:
+            for v in visitors:
+                v.metadata = {}
+        return
     on_visit_of: dict[type, list[Callable]] = {}
     on_leave_of: dict[type, list[Callable]] = {}
 

@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import analysis, engine, files, runner
+from . import engine, files, runner
 from . import cache as cache_mod
 from .analysis import project
 from .analysis import summary as summary_mod
@@ -105,10 +105,9 @@ def _first_pass(item: tuple) -> tuple:
         data = _read(path)
         summ = project.parse_summary(data) if data is not None else None
         return summ, None, None
-    analysis.forget()
     out = runner.check_file(path, s, ext=EMPTY, on_tree=on_tree)
     out.findings = [cache_mod.portable(f) for f in out.findings]
-    return (got[0] if got else None), analysis.last_scope(), out
+    return (got[0] if got else None), out.scope, out
 
 
 def _forward_classes(summ: dict | None) -> frozenset:

@@ -217,19 +217,6 @@ def _pair(body, stmts: list, out: dict) -> dict:
 _COMPOUND = tuple(k for kinds in _PAIRS.values() for k in kinds)
 
 
-_last: list = []  # [LazyPositions] of the last call: a fix's edits ask for the module just linted
-
-
-def lazy_positions(module: cst.Module, parents: dict | None = None, source: bytes | str | None = None) -> LazyPositions:
-    """PositionProvider's mapping for `module`, computed on first use (shared with the last call's
-    for the same module)."""
-    if _last and _last[0].module is module and (source is None or _last[0]._source is not None):
-        return _last[0]
-    got = LazyPositions(module, parents, source)
-    _last[:] = [got]
-    return got
-
-
 def positions(module: cst.Module) -> dict:
     """The same mapping as libcst's PositionProvider (for tests)."""
     lazy = LazyPositions(module)

@@ -11,6 +11,7 @@ libcst. The test is a superset of scope.py's roots (any class with any base coun
 Python's own `ast` tree that the runner already builds to validate the file. tests/test_speed_*.py
 check that every rule's INVALID examples and every fixture pass this filter.
 The project index (analysis/project.py) adds roots from other files: such files are kept.
+The runner applies it unless the settings turn it off (`prefilter = False`: `check --no-prefilter`).
 If scope.py gains a new kind of root, add it here.
 """
 from __future__ import annotations
@@ -18,9 +19,6 @@ from __future__ import annotations
 import ast
 
 from .analysis import scope
-
-ENABLED = True  # `graphmend-lint check --no-prefilter` turns it off
-
 
 def _needles() -> list[bytes]:
     return sorted({q.rsplit(".", 1)[-1].encode() for q in scope.COMPILE_FUNCS})
@@ -99,7 +97,7 @@ def _has_forward_method(node: ast.AST, in_class: bool = False) -> bool:
 def may_have_findings(source: bytes, compiled_scope: str, tree: ast.AST | None = None, ext=None) -> bool:
     """False only when no rule can report anything in `source` (it has no compiled code).
     `ext`: the project index's facts; a file with defs called compiled from other files is kept."""
-    if not ENABLED or compiled_scope != "reachable" or (ext is not None and ext.compiled):
+    if compiled_scope != "reachable" or (ext is not None and ext.compiled):
         return True
     if b"torch" in source and any(n in source for n in _needles()):
         try:

@@ -20,7 +20,6 @@ from pathlib import Path
 import libcst as cst
 
 from . import engine, files, prefilter, skeleton
-from .analysis import external
 from .settings import Settings
 
 # Larger files are refused: libcst needs minutes and gigabytes for them (1.4 MB: 80 s, 0.8 GB).
@@ -43,6 +42,7 @@ class FileOutcome:
     diff: str = ""
     fixed_codes: dict = field(default_factory=dict)  # code -> fixes applied
     fixed_source: bytes | None = None  # check_source(write=False): the fixed code
+    scope: tuple = (frozenset(), frozenset())  # engine.Result.scope: what the file alone shows as compiled
 
 
 def _one_line(text: str) -> str:
@@ -186,7 +186,7 @@ def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) ->
     the whole file is parsed again only when one of them is not shown to hold on the whole file
     (engine._Holds). The skeleton gives the same findings, fix availability included, and the
     same edits: tests/test_speed_skeleton.py."""
-    if not fix:
+    if not fix and s.skeleton:
         try:
             keep = {qn.rsplit(".", 1)[-1] for qn in ext.compiled} if ext is not None else set()
             lean = skeleton.skeleton(source, tree, s.compiled_scope, keep)
@@ -194,13 +194,11 @@ def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) ->
             lean = source
         if lean != source:
             try:
-                with external.use(ext):
-                    found = engine.check(lean, s, whole=source if s.fix_edits else None).findings
-                return engine.Result(found, source, 0)
+                got = engine.check(lean, s, ext=ext, whole=source if s.fix_edits else None)
+                return engine.Result(got.findings, source, 0, scope=got.scope)
             except (cst.ParserSyntaxError, engine.NotOnWhole):
                 pass
-    with external.use(ext):
-        return engine.check(source, s, fix)
+    return engine.check(source, s, fix, ext=ext)
 
 
 def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None,
@@ -227,7 +225,7 @@ def check_source(path: Path, source: bytes, s: Settings, fix: bool = False, diff
         out.error = _one_line(_describe(e))
         return out
     try:
-        if prefilter.may_have_findings(source, s.compiled_scope, tree, ext):
+        if not s.prefilter or prefilter.may_have_findings(source, s.compiled_scope, tree, ext):
             result = _in_big_thread(_check, source, tree, s, fix or diff, ext)
         else:  # no compiled code: no rule can report (see prefilter.py)
             result = engine.Result([], source, 0)
@@ -244,6 +242,7 @@ def check_source(path: Path, source: bytes, s: Settings, fix: bool = False, diff
         out.error = _one_line(_describe(e))
         return out
     out.findings, out.fixed, out.fixed_codes = result.findings, result.fixed, dict(result.fixed_codes)
+    out.scope = result.scope
     if changed and not write:
         out.fixed_source = result.source
     if changed and diff:

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import __version__, docs, engine, parallel, runner, settings
+from . import rules as rules_pkg
 
 SOURCE = "graphmend-lint"
 
@@ -49,7 +50,8 @@ class Linter:
 
         path = Path(to_fs_path(uri) or "untitled.py")
         found = settings.Discovery(adjust=lambda s: replace(s, fix_edits=True),  # fixes as text edits
-                                   cwd=path.parent if path.parent.exists() else None)
+                                   cwd=path.parent if path.parent.exists() else None,
+                                   rules=tuple(r.CODE for r in rules_pkg.ALL_RULES))
         s = found.for_path(path)
         out = runner.check_source(path, text.encode("utf-8"), s, write=False, ext=parallel.facts_of(path, s))
         if out.error:

@@ -1,7 +1,6 @@
 """Settings from `[tool.graphmend]` in pyproject.toml, shared by the CLI and the Fixit path."""
 from __future__ import annotations
 
-import contextvars
 import os
 import re
 import stat
@@ -42,7 +41,10 @@ class Settings:
     respect_gitignore: bool = True
     line_length: int = 88  # of produced code: [tool.ruff]/[tool.black] line-length
     fix_edits: bool = False  # give each fix as text edits (JSON output, the language server)
-    fix_generated: bool = False  # fix files whose header says they are generated (fixes/house.py)
+    fix_generated: bool = False  # fix files whose header says they are generated (analysis/conventions.py)
+    # Speed-ups that change no result (runner.py): `check --no-prefilter` / `--no-skeleton` turn them off.
+    prefilter: bool = True  # skip files without compiled code unparsed (prefilter.py)
+    skeleton: bool = True  # lint-only runs parse the code rules can report on (skeleton.py)
 
     @property
     def excludes(self) -> tuple[str, ...]:
@@ -252,11 +254,13 @@ class Discovery:
     """The settings of each linted file, found as ruff finds them: the nearest pyproject.toml with
     `[tool.graphmend]` above the file, else the one above the current folder, else the defaults.
     `config` (--config PATH) replaces discovery; `overrides` (--config KEY=VALUE) are applied over
-    every file's table, then the GRAPHMEND_* variables, then `adjust` (the CLI flags)."""
+    every file's table, then the GRAPHMEND_* variables, then `adjust` (the CLI flags).
+    `rules`: the rule codes selectors are checked against (None: not checked)."""
 
     def __init__(self, config: Path | None = None, overrides: dict | None = None, adjust=None,
-                 cwd: Path | None = None) -> None:
+                 cwd: Path | None = None, rules: tuple[str, ...] | None = None) -> None:
         self.config, self.overrides = config, dict(overrides or {})
+        self.rules = rules
         self.adjust = adjust or (lambda s: s)
         self.cwd = (cwd or Path.cwd()).resolve()
         self._nearest: dict[Path, Path | None] = {}
@@ -288,7 +292,8 @@ class Discovery:
                 s = load_file(path, self.overrides)
             else:
                 s = from_table(self.overrides, root=None, line_length=find_line_length(self.cwd))
-            check_selectors(s, f"{path}: " if path is not None else "")
+            if self.rules is not None:
+                check_selectors(s, self.rules, f"{path}: " if path is not None else "")
             self._built[path] = self.adjust(env_overrides(s))
         return self._built[path]
 
@@ -354,54 +359,27 @@ def parse_override(text: str) -> dict:
     return table
 
 
-def unknown_selectors(codes: tuple[str, ...]) -> list[str]:
-    """The selectors that name no rule: a code or a prefix of one (ruff's check)."""
-    from .rules import ALL_RULES  # here: the rules import this module
-
-    known = [r.CODE for r in ALL_RULES]
+def unknown_selectors(codes: tuple[str, ...], known: tuple[str, ...]) -> list[str]:
+    """The selectors that name no rule of `known` (the rule codes): a code or a prefix of one (ruff's check)."""
     return [c for c in codes if not any(k.startswith(c) for k in known)]
 
 
-def check_selectors(s: Settings, where: str = "") -> None:
+def check_selectors(s: Settings, known: tuple[str, ...], where: str = "") -> None:
     groups = [("select", s.select), ("ignore", s.ignore)] + [
         (f"per-file-ignores {glob!r}", codes) for glob, codes in s.per_file_ignores]
     for name, codes in groups:
-        bad = unknown_selectors(codes)
+        bad = unknown_selectors(codes, known)
         if bad:
             raise ConfigError(f"{where}{name}: unknown rule selector {', '.join(f'`{c}`' for c in bad)} "
                               "(`graphmend-lint rule --all` lists the rules)")
 
 
-_current: contextvars.ContextVar[Settings | None] = contextvars.ContextVar("graphmend_settings", default=None)
-_fixit_default: Settings | None = None
-
-
-def current() -> Settings:
-    """The settings rules see: set by the CLI, else (Fixit path) pyproject.toml of cwd + env."""
-    s = _current.get()
-    if s is not None:
-        return s
-    global _fixit_default
-    if _fixit_default is None:
-        try:
-            _fixit_default = env_overrides(load())
-        except ConfigError as e:  # Fixit offers no way to stop the run: say so and use the defaults
-            print(f"graphmend-lint: {e}; using the default settings", file=sys.stderr)
-            _fixit_default = Settings()
-    return _fixit_default
-
-
-class use:
-    """Context manager: `with settings.use(s): ...` makes rules see `s`."""
-
-    def __init__(self, s: Settings) -> None:
-        self.s = s
-
-    def __enter__(self) -> Settings:
-        self.token = _current.set(self.s)
-        return self.s
-
-    def __exit__(self, *exc: object) -> None:
-        _current.reset(self.token)
-
-
+def fixit_settings() -> Settings:
+    """The settings of a Fixit run (no CLI): pyproject.toml of the current folder + environment.
+    A configuration that cannot be used is reported and the defaults are used: Fixit offers no way
+    to stop the run. Read once per file (rules.base.FileContextProvider): nothing is kept."""
+    try:
+        return env_overrides(load())
+    except ConfigError as e:
+        print(f"graphmend-lint: {e}; using the default settings", file=sys.stderr)
+        return Settings()

@@ -12,7 +12,8 @@ content). Dropped lines become empty lines (`pass` where a block would be empty)
 line keeps its number and columns and the findings are the same. Files with a compile-call
 needle (`torch.compile`: any function may be a root), CR or form feeds, or a non-UTF-8 coding
 cookie are left whole. Lint only: never on --fix/--diff (fixes are made on the whole source).
-tests/test_speed_skeleton.py checks the findings with and without it.
+tests/test_speed_skeleton.py checks the findings with and without it. The runner applies it unless
+the settings turn it off (`skeleton = False`: `check --no-skeleton` or `--no-prefilter`).
 """
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ import tokenize
 
 from . import prefilter
 
-ENABLED = True  # `graphmend-lint check --no-prefilter` turns it off
 HELPER = "_graphmend_print"  # fixes/defer.HELPER: gm201 looks it up among the module's functions
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -226,7 +226,7 @@ def _edit(block: list, ed: _Editor, compiled: set, top: bool, doc_block: bool = 
 def skeleton(source: bytes, tree: ast.Module, compiled_scope: str = "reachable", keep: set[str] = frozenset()) -> bytes:
     """`source` with the code no rule can report on or read blanked; `source` itself when unsure.
     `keep`: names of defs that run compiled by the project index (called from other files)."""
-    if not ENABLED or compiled_scope != "reachable" or _whole_file(source, tree):
+    if compiled_scope != "reachable" or _whole_file(source, tree):
         return source
     defs, used = _collect(tree)
     compiled = _compiled_defs(defs, used, set(keep))

@@ -4,12 +4,12 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from graphmend_lint.analysis import facts_for
+from graphmend_lint.analysis import ModuleFacts
 from graphmend_lint.analysis.bindings import Bindings
 
 
 def facts(src: str, scope: str = "reachable"):
-    return facts_for(cst.parse_module(src), scope)
+    return ModuleFacts(cst.parse_module(src), scope)
 
 
 def func(f, name: str) -> cst.FunctionDef:

@@ -12,6 +12,7 @@ import libcst as cst
 import pytest
 
 from graphmend_lint import engine, settings
+from graphmend_lint.analysis.filecontext import FileContext
 from graphmend_lint.cli import main
 from graphmend_lint.fixes import layout
 
@@ -281,4 +282,4 @@ def test_line_changes_turn_old_into_new():
 @pytest.mark.parametrize("source", ["x = 1\n", "x = 1", "", "\n", "# c", "# c\n", "# h\n\nclass A:\n    pass\n# f\n"])
 def test_module_parts_add_up_to_its_code(source):
     module = cst.parse_module(source)
-    assert engine._Parts.of(module)[0] == module.code
+    assert engine._Parts.of(FileContext(module, settings.Settings()))[0] == module.code

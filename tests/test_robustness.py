@@ -284,8 +284,8 @@ def test_fix_that_does_not_compile_is_never_written(tmp_path, capsys, monkeypatc
     path.write_text(PRINT_MODULE)
     real_check = engine.check
 
-    def corrupting_check(source, s, fix=False):
-        result = real_check(source, s, fix=fix)
+    def corrupting_check(source, s, fix=False, **kw):
+        result = real_check(source, s, fix=fix, **kw)
         result.source = result.source.replace(b"return x", b"return x +")
         return result
 
@@ -304,8 +304,8 @@ def test_file_changed_during_the_check_is_not_overwritten(tmp_path, capsys, monk
     path.write_text(PRINT_MODULE)
     real_check = engine.check
 
-    def check_while_user_edits(source, s, fix=False):
-        result = real_check(source, s, fix=fix)
+    def check_while_user_edits(source, s, fix=False, **kw):
+        result = real_check(source, s, fix=fix, **kw)
         path.write_text(PRINT_MODULE + "# edited\n")
         return result
 
@@ -320,10 +320,10 @@ def test_internal_error_in_one_file_does_not_stop_the_others(tmp_path, capsys, m
     (tmp_path / "b.py").write_text(PRINT_MODULE.replace("x.shape", "x.shape, 'boom'"))
     real_check = engine.check
 
-    def flaky(source, s, fix=False):
+    def flaky(source, s, fix=False, **kw):
         if b"boom" in source:
             raise KeyError("rule bug")
-        return real_check(source, s, fix=fix)
+        return real_check(source, s, fix=fix, **kw)
 
     monkeypatch.setattr(runner.engine, "check", flaky)
     code, out, err = run(["check", "--fix", "."], tmp_path, capsys)

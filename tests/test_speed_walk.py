@@ -8,6 +8,8 @@ import pytest
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from graphmend_lint import engine, fastwalk, settings
+from graphmend_lint.analysis.filecontext import FileContext
+from graphmend_lint.rules.base import FileContextProvider
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = sorted(p for p in (ROOT / "tests/fixtures").rglob("*.py"))
@@ -133,9 +135,10 @@ def test_batched_rules_find_what_metadata_wrapper_finds():
     s = settings.Settings(can_add_imports=True)
     for p in FIXTURES:
         module = cst.parse_module(p.read_bytes())
-        with settings.use(s):
-            instances = [r() for r in engine.selected_rules(s)]
-            MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(instances)
+        instances = [r() for r in engine.selected_rules(s)]
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # the rules' context as Fixit gets it, with `s`
+        wrapper._metadata[FileContextProvider] = {module: FileContext(module, s)}
+        wrapper.visit_batched(instances)
         theirs = sorted((f.line, f.col, f.end_line, f.end_col, f.code, f.message, f.safety, f.fix_range,
                          _fix_code(f.replacement)) for r in instances for f in r.findings)
         ours = sorted((f.line, f.col, f.end_line, f.end_col, f.code, f.message, f.safety, f.fix_range,

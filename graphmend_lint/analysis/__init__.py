@@ -1,7 +1,11 @@
 """Shared static analysis: which code is compiled, what is a tensor, how torch is spelled.
 
-Rules never walk the module themselves for these facts: they ask `facts_for(module)`.
-Nothing here imports torch.
+Rules never walk the module themselves for these facts: they read `ModuleFacts` from the file's
+context (`filecontext.FileContext.facts`), built once per module and shared by every rule.
+Here: `bindings` (imports), `scope` (compiled code), `tensors` (tensor values), `context` (where
+a node sits), `conventions` (generated files, the project's guard helper), `external` and
+`project` (cross-file facts), `summary`, `tables`, `explain`, `filecontext`.
+This package imports nothing from rules/, fixes/ or the CLI modules; nothing here imports torch.
 """
 from __future__ import annotations
 
@@ -12,16 +16,18 @@ from .bindings import Bindings, dotted
 from .scope import CompiledScope
 from .tensors import FunctionFacts, Value, module_layer_attrs, tensor
 
-__all__ = ["ModuleFacts", "FunctionFacts", "Value", "context", "facts_for"]
+__all__ = ["ModuleFacts", "FunctionFacts", "Value", "context"]
 
 
 class ModuleFacts:
-    """Per-module facts, computed once and shared by every rule of a run."""
+    """Per-module facts, computed once (by the file's context) and shared by every rule of a run.
+    `ext`: the file's facts from the project index (none: the file alone)."""
 
-    def __init__(self, module: cst.Module, compiled_scope: str = "reachable") -> None:
+    def __init__(self, module: cst.Module, compiled_scope: str = "reachable",
+                 ext: external.FileFacts = external.EMPTY) -> None:
         self.module = module
-        self.bindings = Bindings.of(module)
-        self.scope = CompiledScope(module, self.bindings, mode=compiled_scope)
+        self.bindings = Bindings.of(module, ext.guards)
+        self.scope = CompiledScope(module, self.bindings, mode=compiled_scope, ext=ext)
         self._functions: dict[cst.FunctionDef, FunctionFacts] = {}
         self._layers: dict[cst.ClassDef, dict[str, str]] = {}
         self._caller_map: dict | None = None
@@ -92,31 +98,7 @@ class ModuleFacts:
             self._params_active.discard(key)
         return tensor(all(v.zero_dim for v in vals), vals[0].dtype if len({v.dtype for v in vals}) == 1 else None)
 
-
-_last: tuple[cst.Module, str, external.FileFacts, ModuleFacts] | None = None
-
-
-def forget() -> None:
-    global _last
-    _last = None
-
-
-def last_scope() -> tuple[frozenset, frozenset]:
-    """(nn.Module classes, compiled "f"/"Cls.m" defs) of the last module analysed, or empty ones."""
-    if _last is None:
-        return frozenset(), frozenset()
-    scope = _last[3].scope
-    compiled = {scope.qualname(f) for f in scope.compiled}
-    return frozenset(scope.module_classes), frozenset(q for q in compiled if q)
-
-
-def facts_for(module: cst.Module, compiled_scope: str = "reachable") -> ModuleFacts:
-    """Facts for `module` (with the cross-file facts in `external.current()`); the rules of one
-    batched visit share one instance."""
-    global _last
-    ext = external.current()
-    if _last is not None and _last[0] is module and _last[1] == compiled_scope and _last[2] == ext:
-        return _last[3]
-    facts = ModuleFacts(module, compiled_scope)
-    _last = (module, compiled_scope, ext, facts)
-    return facts
+    def scope_summary(self) -> tuple[frozenset, frozenset]:
+        """(nn.Module classes, compiled "f"/"Cls.m" defs): what the file alone sees (parallel.py)."""
+        compiled = {self.scope.qualname(f) for f in self.scope.compiled}
+        return frozenset(self.scope.module_classes), frozenset(q for q in compiled if q)

@@ -88,12 +88,14 @@ class Bindings:
     aliases: dict[str, str] = field(default_factory=dict)
     # module-level imports: a fix may only spell names bound there (None: same as aliases)
     top: dict[str, str] | None = None
+    # dotted spellings, in this file, of the project's compile-guard wrappers (external.FileFacts.guards)
+    guards: frozenset = frozenset()
 
     @classmethod
-    def of(cls, module: cst.Module) -> "Bindings":
+    def of(cls, module: cst.Module, guards: frozenset = frozenset()) -> "Bindings":
         collector = _ImportCollector()
         fastwalk.visit(module, collector)
-        return cls(collector.aliases, collector.top)
+        return cls(collector.aliases, collector.top, guards)
 
     @property
     def _spellable(self) -> dict[str, str]:

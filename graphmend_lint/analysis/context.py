@@ -5,7 +5,6 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
-from . import external
 from .bindings import Bindings, dotted
 
 Parent = Callable[[cst.CSTNode], "cst.CSTNode | None"]
@@ -49,8 +48,7 @@ def is_compiling_check(test: cst.BaseExpression, b: Bindings) -> bool:
         return True
     if isinstance(test.func, cst.Name) and test.func.value in IS_COMPILING_NAMES:
         return True
-    guards = external.current().guards
-    return bool(guards) and dotted(test.func) in guards
+    return bool(b.guards) and dotted(test.func) in b.guards
 
 
 def compile_value(expr: cst.BaseExpression, b: Bindings, names: NameConst | None = None,

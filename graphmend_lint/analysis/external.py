@@ -1,12 +1,11 @@
 """Facts about one file that come from other files (the project index, analysis/project.py).
 
-The engine sets them around a lint (`with external.use(facts): ...`); the analysis reads
-`external.current()`. Without an index (the Fixit path, `engine.check` alone) they are empty and
-the analysis sees the file alone, as before.
+The engine hands them to the file's context (analysis/filecontext.py), which gives them to the
+analysis. Without an index (the Fixit path, `engine.check` alone) they are EMPTY and the analysis
+sees the file alone.
 """
 from __future__ import annotations
 
-import contextvars
 from dataclasses import dataclass
 
 
@@ -29,20 +28,3 @@ class FileFacts:
 
 
 EMPTY = FileFacts()
-_current: contextvars.ContextVar[FileFacts] = contextvars.ContextVar("graphmend_external", default=EMPTY)
-
-
-def current() -> FileFacts:
-    return _current.get()
-
-
-class use:
-    def __init__(self, facts: FileFacts | None) -> None:
-        self.facts = facts or EMPTY
-
-    def __enter__(self) -> FileFacts:
-        self.token = _current.set(self.facts)
-        return self.facts
-
-    def __exit__(self, *exc: object) -> None:
-        _current.reset(self.token)

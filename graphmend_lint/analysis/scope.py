@@ -84,7 +84,7 @@ class CompiledScope:
                  ext: external.FileFacts | None = None) -> None:
         self.b = bindings
         self.mode = mode
-        self.ext = ext if ext is not None else external.current()  # facts from other files (project index)
+        self.ext = ext if ext is not None else external.EMPTY  # facts from other files (project index)
         self.index = idx = _Index()
         fastwalk.visit(module, idx)
         self.module_classes = self._module_classes()

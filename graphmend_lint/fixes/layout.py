@@ -18,6 +18,7 @@ import ast
 import difflib
 import re
 import sys
+from typing import Callable
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -28,22 +29,11 @@ from .syntax import code, strip_parens
 INDENT = "    "
 
 
-_code_memo: list[tuple[cst.Module, str]] = []  # the last few modules' code (modules are immutable)
 
 
 def module_code(module: cst.Module) -> str:
-    """`module.code`, generated once per module object (each fix's edits read it several times)."""
-    for m, text in _code_memo:
-        if m is module:
-            return text
-    text = module.code
-    _code_memo.insert(0, (module, text))
-    del _code_memo[4:]
-    return text
-
-
-def forget_code() -> None:
-    del _code_memo[:]
+    """`module.code`; the engine passes its file context's `code` instead (generated once per module)."""
+    return module.code
 
 
 def line_changes(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
@@ -123,8 +113,9 @@ class _Merge(cst.CSTTransformer):
         return updated
 
 
-def merge_guards(module: cst.Module, lines: set[int]) -> cst.Module:
-    text = module_code(module).split("\n")
+def merge_guards(module: cst.Module, lines: set[int], code_of: Callable[[cst.Module], str] = module_code) -> cst.Module:
+    """`code_of`: a module's code (the file context's, which keeps it)."""
+    text = code_of(module).split("\n")
     guards = [n for n, line in enumerate(text, 1) if _GUARD_LINE.match(line)]
     if not any(n in lines for n in guards) or len(guards) < 2:  # nothing to merge: skip the walk
         return module
@@ -369,8 +360,10 @@ class _Long(cst.CSTVisitor):
             self.edits[n] = lines
 
 
-def wrap(module: cst.Module, touched: set[int], line_length: int) -> cst.Module:
-    source = module_code(module)
+def wrap(module: cst.Module, touched: set[int], line_length: int,
+         code_of: Callable[[cst.Module], str] = module_code) -> cst.Module:
+    """`code_of`: a module's code (the file context's, which keeps it)."""
+    source = code_of(module)
     crlf = module.default_newline == "\r\n" and source.count("\n") == source.count("\r\n")
     if "\r" in source and not crlf:
         return module  # lone CR or mixed line endings: left as they are
@@ -381,7 +374,7 @@ def wrap(module: cst.Module, touched: set[int], line_length: int) -> cst.Module:
     if not any(n <= len(lines) and not w.fits(lines[n - 1]) for n in touched):
         return module  # no long line among those the fixes changed
     visitor = _Long(w, lines, touched)
-    visitor.metadata = {PositionProvider: fastwalk.lazy_positions(module)}  # PositionProvider's, cheaper
+    visitor.metadata = {PositionProvider: fastwalk.LazyPositions(module)}  # PositionProvider's, cheaper
     try:
         fastwalk.visit(module, visitor)
     finally:

@@ -2,7 +2,12 @@
 
 A rule subclasses `GraphMendRule`, sets CODE/NAME/FIX, writes its docs in the class
 docstring (ruff's sections) and calls `self.report(node, message, fix=...)`. It must not override
-`visit_Module` (that is where the shared analysis is attached).
+`visit_Module` (that is where the file's context is attached).
+
+Per-file state lives in one `FileContext` (analysis/filecontext.py): the module, its settings,
+positions, analysis (`self.facts`), conventions (`self.generated`, `self.guard_helper`) and
+cross-file facts. A rule reads it as `self.ctx`, the libcst metadata of the Module node
+(`FileContextProvider`): the engine hands in the one it made, a Fixit run makes one per file.
 """
 from __future__ import annotations
 
@@ -13,11 +18,13 @@ from typing import ClassVar
 import libcst as cst
 from fixit import LintRule
 from fixit.ftypes import LintIgnoreRegex
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import BatchableMetadataProvider, ParentNodeProvider, PositionProvider
 
-from .. import analysis, settings
-from ..analysis import context
-from ..fixes import Elsewhere, Fix, NoFix, Safety, house
+from .. import analysis
+from .. import settings as settings_mod
+from ..analysis import context, conventions
+from ..analysis.filecontext import FileContext
+from ..fixes import Elsewhere, Fix, NoFix, Safety
 from .former_names import fixit_aliases
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -45,28 +52,26 @@ class Finding:
         return (self.line, self.col, self.code, self.message)
 
 
-_house_last: tuple[cst.Module, tuple] | None = None
+class FileContextProvider(BatchableMetadataProvider[FileContext]):
+    """The file's context as the metadata of its Module node. The engine hands in the context it
+    made (fastwalk.visit_batched's `metadata`); under Fixit, libcst resolves this provider once per
+    file for all the rules, with the settings of the current folder (settings.fixit_settings)."""
 
-
-def _house(module: cst.Module) -> tuple[str | None, str | None]:
-    """(generated_from, guard helper) of `module`, computed once for all the rules of a visit."""
-    global _house_last
-    if _house_last is None or _house_last[0] is not module:
-        _house_last = (module, (house.generated_from(module), house.guard_helper(module)))
-    return _house_last[1]
+    def visit_Module(self, node: cst.Module) -> bool:
+        self.set_metadata(node, FileContext(node, settings_mod.fixit_settings()))
+        return False
 
 
 class GraphMendRule(LintRule):
     CODE: ClassVar[str] = ""
     NAME: ClassVar[str] = ""  # kebab-case, e.g. "print-in-compiled-code"
     FIX: ClassVar[str] = "none"  # what the docs say: "safe", "unsafe", "sometimes", "none"
-    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, FileContextProvider)
 
     def __init__(self) -> None:
         super().__init__()
         self.findings: list[Finding] = []
-        self.settings = settings.current()
-        self.facts: analysis.ModuleFacts | None = None
+        self.ctx: FileContext | None = None  # the file's context, from visit_Module on
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
@@ -75,9 +80,32 @@ class GraphMendRule(LintRule):
                 raise TypeError(f"{cls.__name__} must not override {hook}")
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.facts = analysis.facts_for(node, self.settings.compiled_scope)
-        self.generated = _house(node)[0]
-        self.guard_helper = _house(node)[1]
+        self.ctx = self.get_metadata(FileContextProvider, node)
+        self.ctx.facts  # noqa: B018 - the analysis, made here once for all the rules of the file
+
+    # -- the file's context, by the names rules use ---------------------------
+    def _context(self) -> FileContext:
+        if self.ctx is None:
+            raise AttributeError("a rule's file context is set by visit_Module")
+        return self.ctx
+
+    @property
+    def settings(self) -> "settings_mod.Settings":
+        return self._context().settings
+
+    @property
+    def facts(self) -> analysis.ModuleFacts:
+        return self._context().facts
+
+    @property
+    def generated(self) -> str | None:
+        """None for a hand-written file, else what its header says it is generated from."""
+        return self._context().generated
+
+    @property
+    def guard_helper(self) -> str | None:
+        """The local name of the project's compile-guard helper (analysis/conventions.py)."""
+        return self._context().guard_helper
 
     # -- context helpers -----------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -104,7 +132,7 @@ class GraphMendRule(LintRule):
         """Spelling of a torch name in this file, and whether `import torch` must be added.
 
         The compile guard is spelled with the file's own helper when it imports one
-        (transformers' `is_torchdynamo_compiling`, see fixes/house.py)."""
+        (transformers' `is_torchdynamo_compiling`, see analysis/conventions.py)."""
         assert self.facts is not None
         if qualified == "torch.compiler.is_compiling" and getattr(self, "guard_helper", None):
             return self.guard_helper, False
@@ -159,7 +187,7 @@ class GraphMendRule(LintRule):
         if fix is not None:
             replacement, safety, needs_torch_import = fix.replacement, fix.applicability, fix.needs_torch_import
         if replacement is not None and getattr(self, "generated", None) is not None and not self.settings.fix_generated:
-            message, replacement = f"{message}; {house.no_fix_reason(self.generated)}", None
+            message, replacement = f"{message}; {conventions.no_fix_reason(self.generated)}", None
         if replacement is None:
             safety = Safety.NONE
         if isinstance(at, cst.BooleanOperation) and self.facts is not None:  # training-only breaks say so

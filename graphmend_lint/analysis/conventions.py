@@ -12,7 +12,7 @@ import re
 
 import libcst as cst
 
-from ..analysis.bindings import dotted
+from .bindings import dotted
 
 _GENERATED = re.compile(r"automatically generated|auto-?generated|do not edit|@generated", re.I)
 _SOURCE = re.compile(r"generated from\s+(?:the\s+)?`?([\w./<>-]+\.py)`?", re.I)
