@@ -383,6 +383,21 @@ def table_latency(cases, v, mode, clock="wall"):
     return out
 
 
+def recompile_brief(msg):
+    """'Recompiling function forward in /x/transformers/models/phi3/modeling_phi3.py:1271 / triggered by the
+    following guard failure(s): / - 0/0: tensor 'input_ids' size mismatch ...' -> 'forward (phi3/modeling_phi3.py:1271):
+    tensor 'input_ids' size mismatch ...'."""
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    head = lines[0] if lines else msg
+    if head.startswith("Recompiling function ") and " in " in head:
+        fn, where = head[len("Recompiling function "):].split(" in ", 1)
+        head = f"{fn} ({'/'.join(where.split('/')[-2:])})"
+    guard = next((ln.lstrip("- ") for ln in lines[1:] if ln.startswith("-")), "")
+    if guard[:1].isdigit() and ": " in guard:
+        guard = guard.split(": ", 1)[1]  # drop the '0/0' frame/compile id
+    return (head + (": " + guard[:120] if guard else "")).replace("|", "/")
+
+
 def table_flip(cases, variants, mode):
     """Recompiles on the flip input and Dynamo's reasons for them (shape change vs guard on a value)."""
     out = ["## Recompiles on the flip input (Dynamo's recompile reasons)", ""]
@@ -390,7 +405,7 @@ def table_flip(cases, variants, mode):
         for v in ["unfixed"] + list(variants):
             r = c["variants"].get(f"{v}@{mode}", {})
             if r.get("recompiles_flip"):
-                why = "; ".join(x.replace("\n", " ").replace("|", "/")[:160] for x in r.get("recompile_reasons_flip") or [])
+                why = "; ".join(recompile_brief(x) for x in r.get("recompile_reasons_flip") or [])
                 out.append(f"- {c['case']} `{v}`: {r['recompiles_flip']} graph(s) compiled on the flip"
                            f" (dynamic={r.get('dynamic', 'auto')}{', marked ' + ','.join(r['marked_dynamic']) if r.get('marked_dynamic') else ''})"
                            f"{': ' + why if why else ''}")

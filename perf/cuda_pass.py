@@ -1,0 +1,132 @@
+"""The suite's CUDA pass, for the day a GPU is lent: one command, a fixed time budget, results report.py reads.
+
+    python perf/cuda_pass.py --out perf/results/breaks_latency_cuda_inductor     # on the GPU machine
+    python perf/cuda_pass.py --dry --out /tmp/cuda-dry                           # the same plan on CPU, eager
+
+The plan (PLAN below) is a list of perf/run.py invocations run one after another in this process's
+children: inductor on CUDA in the default mode with rounds, then mode="reduce-overhead" (CUDA graphs)
+on the cases where CUDA graphs apply, then the Phi-3 flip with dynamic=None vs mark_dynamic. Each step
+gets what is left of the overall budget (default 480 s = 8 minutes, including the fixer's preparation);
+run.py starts no new case when the next one would overrun it (its estimate: the slowest case so far),
+and every worker has a timeout, so the pass ends in time and leaves a report for every finished case.
+Each step writes its own folder under --out (results.json, report.md, charts), and --out/README.md
+lists the steps, their status and the command line.
+
+--dry: device cpu, backend eager, 1 round, 9 steady calls, a short budget, no reduce-overhead (the
+mode needs CUDA; the step runs in the default mode and says so): it checks the plan end to end without
+a GPU (tests/test_perf_cuda_pass.py).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# (step folder, run.py arguments, the cases). Sized for an H100/H200-class GPU in 8 minutes: tiny models
+# compile in ~10-40 s each with inductor; 2 variants x rounds per case.
+CORE = "hf_phi3_longrope,hf_bart,enc_layer_clamp,hf_whisper,hf_wav2vec2_ctc,mixed_block"  # most wanted first
+CUDAGRAPH_CASES = "enc_layer_clamp,hf_bart,hf_phi3_longrope"  # no CPU ops mid-graph once fixed: CUDA graphs apply
+PLAN = [
+    ("inductor_default", ["--modes", "default", "--rounds", "2", "--steady", "30"], CORE),
+    ("inductor_reduce_overhead", ["--modes", "reduce-overhead", "--rounds", "2", "--steady", "30"], CUDAGRAPH_CASES),
+    ("phi3_flip_dynamic_mark", ["--modes", "default", "--rounds", "2", "--dynamic", "mark"],
+     "hf_phi3_longrope,hf_phi3_longrope_grow"),
+    ("phi3_flip_dynamic_auto", ["--modes", "default", "--rounds", "2", "--dynamic", "auto"], "hf_phi3_longrope_grow"),
+]
+# share of the budget each step may use at most (what a step leaves unused goes to the next ones)
+SHARE = {"inductor_default": 0.55, "inductor_reduce_overhead": 0.25, "phi3_flip_dynamic_mark": 0.5,
+         "phi3_flip_dynamic_auto": 1.0}
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--budget", type=float, default=480.0, help="seconds for the whole pass (default 480)")
+    ap.add_argument("--dry", action="store_true", help="CPU, backend eager, tiny counts: test the plan")
+    ap.add_argument("--cases", default=None, help="replace the case list of every step (comma-separated)")
+    ap.add_argument("--steps", default=None, help="comma-separated step names to run (default: all)")
+    ap.add_argument("--timeout", type=int, default=240, help="seconds per worker process (default 240)")
+    return ap.parse_args(argv)
+
+
+def step_argv(name, extra, cases, args, budget):
+    argv = [sys.executable, os.path.join(HERE, "run.py"), "--out", os.path.join(args.out, name),
+            "--cases", args.cases or cases, "--budget", f"{budget:.0f}"]
+    if args.dry:
+        extra = list(extra)
+        for flag, value in (("--rounds", "1"), ("--steady", "9"), ("--modes", "default")):
+            if flag in extra:
+                extra[extra.index(flag) + 1] = value
+            else:
+                extra += [flag, value]
+        argv += ["--device", "cpu", "--backend", "eager"] + extra
+    else:
+        argv += ["--device", "cuda", "--backend", "inductor"] + extra
+    # a worker never outlives the step's budget
+    argv += ["--timeout", str(max(30, min(args.timeout, int(budget))))]
+    return argv
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    if not args.dry:
+        import torch
+        if not torch.cuda.is_available():
+            print("cuda_pass: no CUDA device (torch.cuda.is_available() is False); use --dry to test the plan",
+                  file=sys.stderr)
+            return 2
+    t0 = time.time()
+    steps = [s for s in PLAN if not args.steps or s[0] in args.steps.split(",")]
+    done = []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p]))
+    for name, extra, cases in steps:
+        left = args.budget - (time.time() - t0)
+        if left < 30:
+            done.append({"step": name, "status": "skipped: budget spent"})
+            continue
+        budget = left * SHARE.get(name, 1.0) if not args.dry else left
+        argv = step_argv(name, extra, cases, args, budget)
+        print(f"cuda_pass: {name} ({budget:.0f}s of {left:.0f}s left): {' '.join(argv[1:])}", flush=True)
+        t = time.time()
+        try:
+            # the hard stop: the step's budget plus one worker timeout (a case started just inside the budget)
+            p = subprocess.run(argv, cwd=ROOT, env=env, timeout=budget + int(argv[-1]) + 60)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        res = os.path.join(args.out, name, "results.json")
+        entry = {"step": name, "rc": rc, "seconds": round(time.time() - t, 1), "argv": argv[1:],
+                 "status": "ok" if rc == 0 and os.path.exists(res) else f"failed (rc {rc})"}
+        if os.path.exists(res):
+            meta = json.load(open(res))["meta"]
+            entry["complete"] = meta.get("complete")
+            entry["skipped_for_budget"] = meta.get("skipped_for_budget")
+        done.append(entry)
+        write_readme(args, done, time.time() - t0)
+    write_readme(args, done, time.time() - t0)
+    print(f"cuda_pass: {len(done)} steps in {time.time() - t0:.0f}s; see {args.out}/README.md", flush=True)
+    return 0 if all(d["status"] == "ok" for d in done if not d["status"].startswith("skipped")) else 1
+
+
+def write_readme(args, done, total):
+    lines = [f"# CUDA pass{' (dry: CPU, backend eager)' if args.dry else ''}", "",
+             f"Made by `python perf/cuda_pass.py {' '.join(sys.argv[1:]) if sys.argv[1:] else ''}` in {total:.0f} s "
+             f"(budget {args.budget:.0f} s), {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}. Each step "
+             "folder holds a perf/run.py report (`python -m perf.report DIR` rebuilds it).", "",
+             "| step | status | seconds | complete | not run (budget) |", "|---|---|---|---|---|"]
+    for d in done:
+        lines.append(f"| [{d['step']}]({d['step']}/report.md) | {d['status']} | {d.get('seconds', '-')} | "
+                     f"{d.get('complete', '-')} | {', '.join(d.get('skipped_for_budget') or []) or '-'} |")
+    lines += ["", "Commands:", ""] + [f"- `{' '.join(d['argv'])}`" for d in done if d.get("argv")]
+    json.dump(done, open(os.path.join(args.out, "steps.json"), "w"), indent=1)
+    open(os.path.join(args.out, "README.md"), "w").write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
