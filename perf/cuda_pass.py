@@ -42,20 +42,23 @@ SHARE = {"inductor_default": 0.55, "inductor_reduce_overhead": 0.25, "phi3_flip_
          "phi3_flip_dynamic_auto": 1.0}
 
 
-def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv=None, default_budget=480.0, doc=__doc__, default_timeout=240):
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--budget", type=float, default=480.0, help="seconds for the whole pass (default 480)")
+    ap.add_argument("--budget", type=float, default=default_budget,
+                    help=f"seconds for the whole pass (default {default_budget:.0f})")
     ap.add_argument("--dry", action="store_true", help="CPU, backend eager, tiny counts: test the plan")
     ap.add_argument("--cases", default=None, help="replace the case list of every step (comma-separated)")
     ap.add_argument("--steps", default=None, help="comma-separated step names to run (default: all)")
-    ap.add_argument("--timeout", type=int, default=240, help="seconds per worker process (default 240)")
+    ap.add_argument("--timeout", type=int, default=default_timeout,
+                    help=f"seconds per worker process (default {default_timeout})")
     return ap.parse_args(argv)
 
 
-def step_argv(name, extra, cases, args, budget):
+
+def step_argv(name, extra, cases, args, budget, device="cuda"):
     argv = [sys.executable, os.path.join(HERE, "run.py"), "--out", os.path.join(args.out, name),
-            "--cases", args.cases or cases, "--budget", f"{budget:.0f}"]
+            "--budget", f"{budget:.0f}"] + (["--cases", args.cases or cases] if args.cases or cases else [])
     if args.dry:
         extra = list(extra)
         for flag, value in (("--rounds", "1"), ("--steady", "9"), ("--modes", "default")):
@@ -65,23 +68,27 @@ def step_argv(name, extra, cases, args, budget):
                 extra += [flag, value]
         argv += ["--device", "cpu", "--backend", "eager"] + extra
     else:
-        argv += ["--device", "cuda", "--backend", "inductor"] + extra
+        argv += ["--device", device, "--backend", "inductor"] + extra
     # a worker never outlives the step's budget
     argv += ["--timeout", str(max(30, min(args.timeout, int(budget))))]
     return argv
 
 
-def main(argv=None):
-    args = parse_args(argv)
+def main(argv=None, plan=None, share=None, device="cuda", title="CUDA pass", default_budget=480.0,
+         doc=__doc__, default_timeout=240):
+    """Run a plan of run.py steps within a budget (remeasure.py runs its CPU plan through this)."""
+    plan, share = plan or PLAN, SHARE if share is None else share
+    args = parse_args(argv, default_budget, doc, default_timeout)
+    args.title = title
     os.makedirs(args.out, exist_ok=True)
-    if not args.dry:
+    if not args.dry and device == "cuda":
         import torch
         if not torch.cuda.is_available():
             print("cuda_pass: no CUDA device (torch.cuda.is_available() is False); use --dry to test the plan",
                   file=sys.stderr)
             return 2
     t0 = time.time()
-    steps = [s for s in PLAN if not args.steps or s[0] in args.steps.split(",")]
+    steps = [s for s in plan if not args.steps or s[0] in args.steps.split(",")]
     done = []
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(
         os.pathsep) if p]))
@@ -90,8 +97,8 @@ def main(argv=None):
         if left < 30:
             done.append({"step": name, "status": "skipped: budget spent"})
             continue
-        budget = left * SHARE.get(name, 1.0) if not args.dry else left
-        argv = step_argv(name, extra, cases, args, budget)
+        budget = left * share.get(name, 1.0) if not args.dry else left
+        argv = step_argv(name, extra, cases, args, budget, device)
         print(f"cuda_pass: {name} ({budget:.0f}s of {left:.0f}s left): {' '.join(argv[1:])}", flush=True)
         t = time.time()
         try:
@@ -110,13 +117,14 @@ def main(argv=None):
         done.append(entry)
         write_readme(args, done, time.time() - t0)
     write_readme(args, done, time.time() - t0)
-    print(f"cuda_pass: {len(done)} steps in {time.time() - t0:.0f}s; see {args.out}/README.md", flush=True)
+    print(f"{title}: {len(done)} steps in {time.time() - t0:.0f}s; see {args.out}/README.md", flush=True)
     return 0 if all(d["status"] == "ok" for d in done if not d["status"].startswith("skipped")) else 1
 
 
 def write_readme(args, done, total):
-    lines = [f"# CUDA pass{' (dry: CPU, backend eager)' if args.dry else ''}", "",
-             f"Made by `python perf/cuda_pass.py {' '.join(sys.argv[1:]) if sys.argv[1:] else ''}` in {total:.0f} s "
+    lines = [f"# {args.title}{' (dry: CPU, backend eager)' if args.dry else ''}", "",
+             f"Made by `python {os.path.relpath(sys.argv[0], ROOT) if sys.argv[0].endswith('.py') else 'perf'} "
+             f"{' '.join(sys.argv[1:])}` in {total:.0f} s "
              f"(budget {args.budget:.0f} s), {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}. Each step "
              "folder holds a perf/run.py report (`python -m perf.report DIR` rebuilds it).", "",
              "| step | status | seconds | complete | not run (budget) |", "|---|---|---|---|---|"]

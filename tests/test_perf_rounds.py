@@ -155,3 +155,15 @@ def test_cuda_pass_dry_run(tmp_path):
     assert fixed["compile_cold"]["metrics"]["frames"] >= 1
     assert "## Where compile time goes" in (out / "inductor_reduce_overhead" / "report.md").read_text()
     assert "inductor_reduce_overhead" in (out / "README.md").read_text()
+
+
+def test_remeasure_plan_runs_inductor_on_cpu(tmp_path):
+    from perf import remeasure
+    args = cuda_pass.parse_args(["--out", str(tmp_path)], default_budget=3600, default_timeout=900)
+    argvs = {name: " ".join(cuda_pass.step_argv(name, extra, cases, args, 3600, "cpu"))
+             for name, extra, cases in remeasure.PLAN}
+    assert all("--device cpu --backend inductor" in a for a in argvs.values())
+    assert "--rounds 5" in argvs["issue_cases_r5"] and "hf_phi3_longrope" in argvs["issue_cases_r5"]
+    assert "--dynamic mark" in argvs["phi3_dynamic_mark"]
+    assert "--cases" not in argvs["suite_r3"] and "--unsafe" in argvs["suite_r3"]  # every default case
+    assert argvs["suite_r3"].endswith("--timeout 900")
