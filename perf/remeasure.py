@@ -8,7 +8,7 @@ Steps (each a perf/run.py run, inductor on CPU, in its own folder under --out; -
    tight enough to call a 5% difference;
 2. phi3_dynamic_mark / phi3_dynamic_auto: the Phi-3 flip (same-length and longer input) with
    mark_dynamic vs dynamic=None, 5 rounds;
-3. suite_r3: every default case (5 local + 15 transformers) with --unsafe, 3 rounds.
+3. suite_r3: every default case (7 local + 15 transformers) with --unsafe, 3 rounds.
 Run it on a machine nobody else is using: the report prints the load average it saw.
 """
 import os

@@ -245,7 +245,8 @@ def write(out, meta, cases):
     if not meta.get("complete", True):
         lines += ["**Partial report: the run is still going or was stopped; only finished cases are shown.**", ""]
     lines += [f"- torch {meta['torch']}, transformers {meta['transformers']}, device `{meta['device']}`, backend "
-              f"`{meta['backend']}`, modes {meta['modes']}", f"- machine: {meta['machine']}, Python {meta['python']}",
+              f"`{meta['backend']}`, modes {meta['modes']}", f"- machine: {meta['machine']}" + (f", GPU {meta['gpu']}" if meta.get("gpu") else "") +
+              f", Python {meta['python']}",
               f"- date {meta['date_utc']}, commit {meta.get('commit') or 'unknown'}, {meta['steady_calls']} "
               f"steady-state calls, {meta.get('rounds', 1)} round(s), torch.compile dynamic="
               f"{meta.get('dynamic', 'auto')}, total wall {meta.get('total_wall_s', 0):.0f} s"]

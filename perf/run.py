@@ -252,6 +252,8 @@ def main(argv=None):
         "fixer_output": {v: info[v]["fixer_output"][-3000:] for v in variants},
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "rounds": args.rounds, "dynamic": args.dynamic, "commit": commit(), "budget_s": args.budget,
+        "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else None,
+        "compile_threads": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
     }
     diff_dir = os.path.join(args.out, "diffs")
     os.makedirs(diff_dir, exist_ok=True)
