@@ -177,17 +177,19 @@ def make_phi3_grow():
 
 def make_switch():
     """SwitchTransformers (fp16, top-1 MoE): the T5-style `if fp16 and isinf(h).any(): clamp` layers (GM101)
-    plus the router's breaks; inputs[1] overflows to inf so the clamp runs."""
+    plus the router's breaks; inputs[1] overflows to inf after the first self-attention, so the clamp runs."""
     from transformers import SwitchTransformersConfig, SwitchTransformersModel
     cfg = SwitchTransformersConfig(
         vocab_size=128, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
         num_experts=4, encoder_sparse_step=1, decoder_sparse_step=1, dropout_rate=0.0)
     model = SwitchTransformersModel(cfg).to(torch.float16).eval()
+    with torch.no_grad():  # attention output ~1e2 (the RMS norm bounds its input): 65000 + it overflows to inf
+        model.encoder.block[0].layer[0].SelfAttention.o.weight.mul_(2e4)
     g = torch.Generator().manual_seed(1)
     ids, dec = torch.randint(3, 128, (2, 8), generator=g), torch.randint(3, 128, (2, 4), generator=g)
     emb = model.get_input_embeddings()(ids).detach()
     big = emb.clone()
-    big[0, 3, :] = 60000.0
+    big[0, 3, :] = 65000.0  # the first encoder layer's `isinf(h).any()` clamp runs (checked by line tracing)
     return model, [{"inputs_embeds": emb, "decoder_input_ids": dec, "use_cache": False},
                    {"inputs_embeds": big, "decoder_input_ids": dec, "use_cache": False}]
 
