@@ -337,7 +337,8 @@ def table_breaks(cases, v, mode):
             full += bu > 0 and bf == 0
         raises = "; ".join(f"{r or 'no raise'} -> {s or 'no raise'}" for r, s in
                            zip((u.get("raises_compiled") or {}).values(), (f.get("raises_compiled") or {}).values()))
-        out.append(f"| {c['case']} | {c['kind']} | {bu if bu is not None else 'ERR'} | "
+        kind = c["kind"] + (", train" if u.get("train") or f.get("train") else "")
+        out.append(f"| {c['case']} | {kind} | {bu if bu is not None else 'ERR'} | "
                    f"{bf if bf is not None else 'ERR'} | {(bu - bf) if None not in (bu, bf) else '-'} | "
                    f"{graphs(u)} -> {graphs(f)} | {u.get('graph_calls_per_forward')} -> "
                    f"{f.get('graph_calls_per_forward')} | {u.get('recompiles_flip', '-')} -> "

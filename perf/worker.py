@@ -6,7 +6,8 @@ SPEC_JSON holds {"spec": loader spec, "backend", "device", "mode", "steady", "ex
 case's dynamic dims), "light": skip the break analysis (explain, counting backend; later rounds)}.
 
 Train cases (hf_models.TRAIN, or a local model file with TRAIN = True) run forward + backward of the
-sum of their floating outputs with gradients on, in train mode; eval cases run forward under no_grad.
+sum of their floating outputs with gradients on, in train mode (outputs compared with eager include the
+parameter gradients); eval cases run forward under no_grad.
 compile_cold / compile_flip: where compile time went (Dynamo phases, AOT, inductor, codegen; guards),
 from torch._dynamo.utils' counters, cumulative timers and compilation metrics (no TORCH_COMPILE_DEBUG).
 """
@@ -96,6 +97,8 @@ def main(spec_path, out_json, out_pt):
     else:
         cmodel = torch.compile(model, backend=counting(torch._dynamo.lookup_backend(backend)), dynamic=dyn)
 
+    grads = []  # train: the parameter gradients of the last step (compared with eager like the outputs)
+
     def step(m, inp):
         """One forward (eval) or forward + backward (train)."""
         out = call(m, inp)
@@ -103,6 +106,7 @@ def main(spec_path, out_json, out_pt):
             loss = sum(t.float().sum() for t in leaves(out) if t.requires_grad)
             if torch.is_tensor(loss):
                 loss.backward()
+            grads[:] = [p.grad.detach().cpu() for p in model.parameters() if p.grad is not None]
             model.zero_grad(set_to_none=True)
         return out
 
@@ -117,7 +121,7 @@ def main(spec_path, out_json, out_pt):
     with torch.enable_grad() if train else torch.no_grad():
         torch.manual_seed(0)  # train cases with randomness (LayerDrop, SpecAugment): same draws as eager below
         cout0, res["cold_s"], res["cold_cpu_s"] = timed2(lambda: ccall(inputs[0]))
-        cout0 = [t.detach().cpu() for t in leaves(cout0)]  # CUDA graphs overwrite outputs on the next call
+        cout0 = [t.detach().cpu() for t in leaves(cout0)] + grads  # CUDA graphs overwrite outputs on the next call
         res["graphs_after_cold"] = unique_graphs()
         res["compile_cold"] = snap0 = compile_snapshot(torch)
         calls_before = graph_calls[0]
@@ -147,7 +151,7 @@ def main(spec_path, out_json, out_pt):
                 res.pop("flip_cpu_s", None)
                 continue
             flip_idx = cand
-            cout1 = [t.detach().cpu() for t in leaves(cout1)]
+            cout1 = [t.detach().cpu() for t in leaves(cout1)] + grads
             break
         else:
             flip_idx = None
@@ -179,7 +183,7 @@ def main(spec_path, out_json, out_pt):
         for i in range(len(inputs)):
             try:
                 torch.manual_seed(0 if i == 0 else 1)
-                eager[i] = [t.detach().cpu() for t in leaves(step(model, inputs[i]))]
+                eager[i] = [t.detach().cpu() for t in leaves(step(model, inputs[i]))] + grads
             except Exception as e:  # noqa: BLE001
                 res["raises_eager"][i] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         ev, evc = [], []
