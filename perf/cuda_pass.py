@@ -6,9 +6,11 @@
 The plan (PLAN below) is a list of perf/run.py invocations run one after another in this process's
 children: inductor on CUDA in the default mode with rounds, then mode="reduce-overhead" (CUDA graphs)
 on the cases where CUDA graphs apply, then the Phi-3 flip with dynamic=None vs mark_dynamic. Each step
-gets what is left of the overall budget (default 480 s = 8 minutes, including the fixer's preparation);
-run.py starts no new case when the next one would overrun it (its estimate: the slowest case so far),
-and every worker has a timeout, so the pass ends in time and leaves a report for every finished case.
+gets a share of what is left of the overall budget (default 450 s: 8 minutes with the grace and the
+machine's start, including the fixer's preparation); run.py starts no case and no round that would
+overrun it (its estimates: the slowest case, the mean round so far), a worker's timeout is what the
+budget leaves, and a step still running 30 s past its share is killed with its workers (process
+group); the pass ends in time and leaves a report for every finished case.
 Each step writes its own folder under --out (results.json, report.md, charts), and --out/README.md
 lists the steps, their status and the command line.
 
@@ -42,7 +44,7 @@ SHARE = {"inductor_default": 0.55, "inductor_reduce_overhead": 0.25, "phi3_flip_
          "phi3_flip_dynamic_auto": 1.0}
 
 
-def parse_args(argv=None, default_budget=480.0, doc=__doc__, default_timeout=240):
+def parse_args(argv=None, default_budget=450.0, doc=__doc__, default_timeout=240):
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget", type=float, default=default_budget,
@@ -74,7 +76,7 @@ def step_argv(name, extra, cases, args, budget, device="cuda"):
     return argv
 
 
-def main(argv=None, plan=None, share=None, device="cuda", title="CUDA pass", default_budget=480.0,
+def main(argv=None, plan=None, share=None, device="cuda", title="CUDA pass", default_budget=450.0,
          doc=__doc__, default_timeout=240):
     """Run a plan of run.py steps within a budget (remeasure.py runs its CPU plan through this)."""
     plan, share = plan or PLAN, SHARE if share is None else share
@@ -101,12 +103,9 @@ def main(argv=None, plan=None, share=None, device="cuda", title="CUDA pass", def
         argv = step_argv(name, extra, cases, args, budget, device)
         print(f"cuda_pass: {name} ({budget:.0f}s of {left:.0f}s left): {' '.join(argv[1:])}", flush=True)
         t = time.time()
-        try:
-            # the hard stop: the step's budget plus one worker timeout (a case started just inside the budget)
-            p = subprocess.run(argv, cwd=ROOT, env=env, timeout=budget + int(argv[-1]) + 60)
-            rc = p.returncode
-        except subprocess.TimeoutExpired:
-            rc = "timeout"
+        # the hard stop: run.py keeps to its budget (no case, round or worker starts past it, a worker's timeout
+        # is what the budget leaves); 30 s of grace for saving, then the step and its workers are killed
+        rc = run_step(argv, env, min(budget + 30, max(30.0, args.budget + 30 - (time.time() - t0))))
         res = os.path.join(args.out, name, "results.json")
         entry = {"step": name, "rc": rc, "seconds": round(time.time() - t, 1), "argv": argv[1:],
                  "status": "ok" if rc == 0 and os.path.exists(res) else f"failed (rc {rc})"}
@@ -119,6 +118,18 @@ def main(argv=None, plan=None, share=None, device="cuda", title="CUDA pass", def
     write_readme(args, done, time.time() - t0)
     print(f"{title}: {len(done)} steps in {time.time() - t0:.0f}s; see {args.out}/README.md", flush=True)
     return 0 if all(d["status"] == "ok" for d in done if not d["status"].startswith("skipped")) else 1
+
+
+def run_step(argv, env, timeout):
+    """Run one step in its own process group; on timeout kill the group (run.py and its workers)."""
+    import signal
+    p = subprocess.Popen(argv, cwd=ROOT, env=env, start_new_session=True)
+    try:
+        return p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        return "timeout"
 
 
 def write_readme(args, done, total):

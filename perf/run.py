@@ -152,6 +152,13 @@ def same_source(info, a, b, src, kind, name):
     return True
 
 
+def worker_timeout(args):
+    """--timeout, or less when --budget leaves less (never under 30 s)."""
+    if not getattr(args, "budget", None) or not getattr(args, "t_start", None):
+        return args.timeout
+    return int(max(30, min(args.timeout, args.budget - (time.time() - args.t_start))))
+
+
 def run_worker(spec, entry, args, work, tag, mode=None, light=False):
     jobdir = tempfile.mkdtemp(prefix=f"{tag}_", dir=work)
     job = {"spec": spec, "backend": args.backend, "device": args.device, "mode": mode, "steady": args.steady,
@@ -172,14 +179,15 @@ def run_worker(spec, entry, args, work, tag, mode=None, light=False):
     json.dump(job, open(os.path.join(jobdir, "job.json"), "w"))
     out_json, out_pt = os.path.join(jobdir, "res.json"), os.path.join(jobdir, "out.pt")
     t0 = time.time()
+    timeout = worker_timeout(args)
     try:
         with open(os.path.join(jobdir, "stdout.txt"), "w") as so, open(os.path.join(jobdir, "stderr.txt"), "w") as se:
             p = subprocess.run([sys.executable, "-m", "perf.worker", os.path.join(jobdir, "job.json"), out_json,
-                                out_pt], cwd=ROOT, env=env, stdout=so, stderr=se, timeout=args.timeout)
+                                out_pt], cwd=ROOT, env=env, stdout=so, stderr=se, timeout=timeout)
         log = open(os.path.join(jobdir, "stderr.txt"), errors="replace").read()[-4000:]
         ok = p.returncode == 0 and os.path.exists(out_json)
     except subprocess.TimeoutExpired:
-        ok, log = False, f"timeout after {args.timeout}s"
+        ok, log = False, f"timeout after {timeout}s"
     res = json.load(open(out_json)) if ok else {"error": log.strip().splitlines()[-1] if log.strip() else "failed"}
     res["wall_s"] = time.time() - t0
     res["out_pt"] = out_pt if ok else None
@@ -234,7 +242,7 @@ def main(argv=None):
     else:
         modes = [None] + (["reduce-overhead"] if args.device == "cuda" and args.backend == "inductor" else [])
     cases = discover(args)
-    t_start = time.time()
+    t_start = args.t_start = time.time()
     print(f"perf: {len(cases)} cases x {variants} on {args.device}/{args.backend}; work dir {work}", flush=True)
     info = prepare(cases, variants, work)
     fixer_missing = fixer.fixer_command() is None
@@ -271,6 +279,10 @@ def main(argv=None):
         rounds = {}  # (variant, mode) -> [result of each round]
         for mode in modes:
             for r in range(args.rounds):
+                if r and args.budget and time.time() - t_start + (time.time() - t_case) / r > args.budget:
+                    case["rounds_cut"] = f"{r} of {args.rounds} rounds (budget)"
+                    print(f"    budget: stopping {name} after {r} rounds", flush=True)
+                    break
                 order = variants if r % 2 == 0 else variants[::-1]  # alternate who goes first
                 for v in order:
                     _, spec = case_files(name, kind, src, info[v])

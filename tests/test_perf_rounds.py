@@ -124,20 +124,28 @@ def test_cuda_pass_dry_argv_and_budget(tmp_path, monkeypatch):
     clock = [0.0]
     calls = []
 
-    def fake_run(argv, **kw):  # each step "takes" 40 s and writes a results.json
-        calls.append(argv)
+    def fake_run(argv, env, timeout):  # each step "takes" 40 s and writes a results.json
+        calls.append((argv, timeout))
         clock[0] += 40
         out = argv[argv.index("--out") + 1]
         os.makedirs(out, exist_ok=True)
         json.dump({"meta": {"complete": True}}, open(os.path.join(out, "results.json"), "w"))
-        return subprocess.CompletedProcess(argv, 0)
-    monkeypatch.setattr(cuda_pass.subprocess, "run", fake_run)
+        return 0
+    monkeypatch.setattr(cuda_pass, "run_step", fake_run)
     monkeypatch.setattr(cuda_pass.time, "time", lambda: clock[0])
     assert cuda_pass.main(["--dry", "--out", str(tmp_path), "--budget", "100"]) == 0
     steps = json.load(open(tmp_path / "steps.json"))
     assert [s["status"] for s in steps][:2] == ["ok", "ok"]
     assert steps[-1]["status"] == "skipped: budget spent" and len(calls) == 2  # 100 - 80 < 30 s left
+    assert calls[0][1] == 130 and calls[1][1] == 90  # hard stops: the step's share + 30 s, within budget + 30 s
     assert "| [inductor_default](inductor_default/report.md) | ok |" in (tmp_path / "README.md").read_text()
+
+
+def test_run_step_kills_the_process_group(tmp_path):
+    script = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    t = __import__("time").time()
+    assert cuda_pass.run_step([sys.executable, "-c", script], dict(os.environ), 1.0) == "timeout"
+    assert __import__("time").time() - t < 20
 
 
 @pytest.mark.slow  # about 30-60 s on a busy 2-core machine: two workers, backend eager
