@@ -250,6 +250,9 @@ def write(out, meta, cases):
               f"- date {meta['date_utc']}, commit {meta.get('commit') or 'unknown'}, {meta['steady_calls']} "
               f"steady-state calls, {meta.get('rounds', 1)} round(s), torch.compile dynamic="
               f"{meta.get('dynamic', 'auto')}, total wall {meta.get('total_wall_s', 0):.0f} s"]
+    cut = [f"{c['case']} ({c['rounds_cut']})" for c in cases if c.get("rounds_cut")]
+    if cut:
+        lines.append(f"- **rounds cut short by the budget: {', '.join(cut)}**")
     if meta.get("skipped_for_budget"):
         lines.append(f"- **budget of {meta.get('budget_s'):.0f} s reached: not run: "
                      f"{', '.join(meta['skipped_for_budget'])}**")
