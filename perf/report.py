@@ -193,6 +193,15 @@ def rows_for(case, kind, variant, mode, res, meta):
             add(metric, res[metric], unit)
     add("breaks", breaks(res), "breaks")
     add("graphs", graphs(res), "graphs")
+    if res.get("rounds"):
+        add("rounds_ok", res.get("rounds_ok"), "rounds")
+        for metric in ROUND_METRICS:  # the metric itself is the median over the rounds
+            sp = spread(res, metric)
+            if sp:
+                add(f"{metric}_rounds_min", sp[1], "s")
+                add(f"{metric}_rounds_max", sp[2], "s")
+    for k, v in (res.get("compile_cold_median") or compile_summary(res.get("compile_cold")) or {}).items():
+        add(f"compile_cold:{k}", v, "s" if k.endswith("_s") or k.startswith("fn:") else "")
     for i, e in (res.get("explain") or {}).items():
         add(f"explain_breaks_input{i}", e["breaks"], "breaks")
         add(f"explain_graphs_input{i}", e["graphs"], "graphs")
