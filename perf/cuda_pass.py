@@ -104,7 +104,7 @@ def main(argv=None, plan=None, share=None, device="cuda", title="CUDA pass", def
         if left < 30:
             done.append({"step": name, "status": "skipped: budget spent"})
             continue
-        budget = left * share.get(name, 1.0) if not args.dry else left
+        budget = left * share.get(name, 1.0) if len(steps) > 1 else left  # one step (--steps): all of it
         argv = step_argv(name, extra, cases, args, budget, device)
         print(f"cuda_pass: {name} ({budget:.0f}s of {left:.0f}s left): {' '.join(argv[1:])}", flush=True)
         t = time.time()
