@@ -137,7 +137,9 @@ def make_phi3():
     model = Phi3ForCausalLM(cfg).eval()
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(3, 128, (2, 8), generator=g)
-    short_pos = torch.arange(8).unsqueeze(0).expand(2, -1)
+    # contiguous, as both inputs must be: an expand()ed tensor (stride 0) against a contiguous one made Dynamo
+    # recompile on the flip for the stride alone (the recompile the issue-25 run blamed on the fix)
+    short_pos = torch.arange(8).unsqueeze(0).repeat(2, 1)
     long_pos = short_pos + 20  # max position 27 >= original_max_position_embeddings (16): long factors
     return model, [
         {"input_ids": ids, "position_ids": short_pos, "use_cache": False},
@@ -171,7 +173,7 @@ def make_phi3_grow():
     model, inputs = make_phi3()
     g = torch.Generator().manual_seed(2)
     ids = torch.randint(3, 128, (2, 24), generator=g)
-    pos = torch.arange(24).unsqueeze(0).expand(2, -1)
+    pos = torch.arange(24).unsqueeze(0).repeat(2, 1)
     return model, [inputs[0], {"input_ids": ids, "position_ids": pos, "use_cache": False}]
 
 

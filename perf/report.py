@@ -409,6 +409,7 @@ def recompile_brief(msg):
     guard = next((ln.lstrip("- ") for ln in lines[1:] if ln.startswith("-")), "")
     if guard[:1].isdigit() and ": " in guard:
         guard = guard.split(": ", 1)[1]  # drop the '0/0' frame/compile id
+    guard = " ".join(guard.split("  #")[0].split())  # drop the guard's source comment
     return (head + (": " + guard[:120] if guard else "")).replace("|", "/")
 
 

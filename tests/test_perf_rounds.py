@@ -175,3 +175,30 @@ def test_remeasure_plan_runs_inductor_on_cpu(tmp_path):
     assert "--dynamic mark" in argvs["phi3_dynamic_mark"]
     assert "--cases" not in argvs["suite_r3"] and "--unsafe" in argvs["suite_r3"]  # every default case
     assert argvs["suite_r3"].endswith("--timeout 900")
+
+
+def test_recompile_brief():
+    msg = ("Recompiling function forward in /tmp/x/pkgs/transformers/models/phi3/modeling_phi3.py:1271\n"
+           "    triggered by the following guard failure(s):\n"
+           "    - 0/0: attention_mask is None                                   # if attention_mask is None:")
+    assert report.recompile_brief(msg) == "forward (phi3/modeling_phi3.py:1271): attention_mask is None"
+
+
+@pytest.mark.slow  # builds every transformers case (about 10-20 s)
+def test_hf_flip_inputs_differ_only_where_meant():
+    """A flip input whose tensors differ in layout (an expand()ed tensor vs a contiguous one) recompiles
+    for the stride alone: the same-shaped tensors of inputs[0] and inputs[1] must have the same strides."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from perf import hf_models
+    from perf.loader import call, leaves
+    for name in hf_models.DEFAULT_HF:
+        model, inputs = hf_models.make(name)
+        a, b = inputs[0], inputs[1]
+        pairs = [(k, a[k], b[k]) for k in a if k in b] if isinstance(a, dict) else list(zip(range(len(a)), a, b))
+        for k, x, y in pairs:
+            if torch.is_tensor(x) and x.shape == y.shape:
+                assert x.stride() == y.stride(), (name, k, x.stride(), y.stride())
+    model, inputs = hf_models.make("hf_phi3_longrope")
+    with torch.no_grad():
+        assert leaves(call(model, inputs[0]))[0].shape == leaves(call(model, inputs[1]))[0].shape
