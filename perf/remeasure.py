@@ -5,7 +5,7 @@
 
 Steps (each a perf/run.py run, inductor on CPU, in its own folder under --out; --out/README.md lists them):
 1. issue_cases_r5: the issue's cases and mixed_block, 5 rounds, 30 steady calls: medians with noise bands
-   tight enough to call a 5% difference;
+   tight enough to call a 5% difference; profiles of the steady calls (profiles/);
 2. phi3_dynamic_mark / phi3_dynamic_auto: the Phi-3 flip (same-length and longer input) with
    mark_dynamic vs dynamic=None, 5 rounds;
 3. suite_r3: every default case (7 local + 15 transformers) with --unsafe, 3 rounds.
@@ -21,7 +21,7 @@ from perf import cuda_pass  # noqa: E402
 
 ISSUE_CASES = "enc_layer_clamp,hf_bart,hf_whisper,hf_phi3_longrope,hf_wav2vec2_ctc,mixed_block"
 PLAN = [
-    ("issue_cases_r5", ["--rounds", "5", "--steady", "30"], ISSUE_CASES),
+    ("issue_cases_r5", ["--rounds", "5", "--steady", "30", "--profile"], ISSUE_CASES),
     ("phi3_dynamic_mark", ["--rounds", "5", "--steady", "30", "--dynamic", "mark"],
      "hf_phi3_longrope,hf_phi3_longrope_grow"),
     ("phi3_dynamic_auto", ["--rounds", "5", "--steady", "30", "--dynamic", "auto"], "hf_phi3_longrope_grow"),

@@ -74,6 +74,9 @@ def parse_args(argv=None):
                          "reduce-overhead on CUDA with inductor)")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds: start no new case once this much wall time has passed (cuda_pass.py)")
+    ap.add_argument("--profile", action="store_true",
+                    help="torch.profiler over 5 steady calls per case and variant (round 0, after the timings): "
+                         "OUT/profiles/CASE.VARIANT[.MODE].txt")
     ap.add_argument("--out", required=True)
     return ap.parse_args(argv)
 
@@ -162,7 +165,7 @@ def worker_timeout(args):
 def run_worker(spec, entry, args, work, tag, mode=None, light=False):
     jobdir = tempfile.mkdtemp(prefix=f"{tag}_", dir=work)
     job = {"spec": spec, "backend": args.backend, "device": args.device, "mode": mode, "steady": args.steady,
-           "dynamic": getattr(args, "dynamic", "auto"), "light": light}
+           "dynamic": getattr(args, "dynamic", "auto"), "light": light, "profile": getattr(args, "profile", False)}
     env = dict(os.environ)
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(jobdir, "inductor_cache")
     env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
@@ -299,6 +302,10 @@ def main(argv=None):
                         res = run_worker(spec, info[v], args, work, f"{name}_{v}_r{r}", mode, light=r > 0)
                     res["changed_lines"] = changed
                     res["round"] = r
+                    if res.get("profile"):
+                        os.makedirs(os.path.join(args.out, "profiles"), exist_ok=True)
+                        tag = f"{name}.{v}" + (f".{mode}" if mode else "")
+                        open(os.path.join(args.out, "profiles", f"{tag}.txt"), "w").write(res.pop("profile"))
                     rounds.setdefault((v, mode), []).append(res)
                     if r == 0:
                         line.append(report.progress(v, mode, res))

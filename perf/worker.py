@@ -3,7 +3,8 @@
 Usage: python -m perf.worker SPEC_JSON OUT_JSON OUT_PT
 SPEC_JSON holds {"spec": loader spec, "backend", "device", "mode", "steady", "expect_transformers",
 "dynamic": "auto"|"true"|"false"|"mark" (torch.compile(dynamic=None|True|False), or mark_dynamic on the
-case's dynamic dims), "light": skip the break analysis (explain, counting backend; later rounds)}.
+case's dynamic dims), "light": skip the break analysis (explain, counting backend; later rounds), "profile": torch.profiler
+over 5 steady calls after all timings (round 0 only)}.
 
 Train cases (hf_models.TRAIN, or a local model file with TRAIN = True) run forward + backward of the
 sum of their floating outputs with gradients on, in train mode (outputs compared with eager include the
@@ -165,6 +166,8 @@ def main(spec_path, out_json, out_pt):
                 _, t = timed(lambda: ccall(inputs[flip_idx]))
                 again.append(t)
             res["flip_warm_median_s"] = statistics.median(again)
+        if job.get("profile") and not job.get("light"):  # after every timing: the profiler's cost stays out of them
+            res["profile"] = profile_steady(torch, lambda: ccall(inputs[0]), cuda)
         for i in raise_idx:
             if i in res["raises_compiled"]:
                 continue
@@ -257,6 +260,22 @@ COMPILE_METRICS = (  # summed over the compiled frames (torch._dynamo.utils.Comp
     "compile_time_autotune_time_us", "gc_time_us", "guard_count", "shape_env_guard_count", "graph_op_count",
     "graph_node_count", "dynamo_time_before_restart_s",
 )
+
+
+def profile_steady(torch, fn, cuda, calls=5):
+    """torch.profiler over a few steady calls: the top ops by self time (CPU, or CUDA when on a GPU), as text."""
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    try:
+        with profile(activities=acts) as prof:
+            for _ in range(calls):
+                fn()
+            if cuda:
+                torch.cuda.synchronize()
+        key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+        return f"{calls} calls on inputs[0]\n" + prof.key_averages().table(sort_by=key, row_limit=25)
+    except Exception as e:  # noqa: BLE001 - a profiler that cannot run here
+        return f"profiler failed: {type(e).__name__}: {e}"
 
 
 def compile_snapshot(torch):
