@@ -17,6 +17,29 @@ def load(spec):
     return model, list(inputs), list(hf_models.EXPECT_RAISE.get(spec["case"], []))
 
 
+def _local_attr(spec, name, default):
+    mod = sys.modules.get("perf_case_model")
+    if mod is None or getattr(mod, "__file__", None) != spec["path"]:
+        return default
+    return getattr(mod, name, default)
+
+
+def is_train(spec):
+    """Train cases run forward + backward in train mode (hf_models.TRAIN; a local file's TRAIN = True)."""
+    if spec["kind"] == "local":
+        return bool(_local_attr(spec, "TRAIN", False))
+    from perf import hf_models
+    return spec["case"] in hf_models.TRAIN
+
+
+def dynamic_dims(spec):
+    """{input name or position: dim} for mark_dynamic, or None (default: dim 1 of every tensor with >= 2 dims)."""
+    if spec["kind"] == "local":
+        return _local_attr(spec, "DYNAMIC_DIMS", None)
+    from perf import hf_models
+    return hf_models.DYNAMIC_DIMS.get(spec["case"])
+
+
 def call(model, inp):
     if isinstance(inp, dict):
         return model(**inp)

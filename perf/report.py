@@ -1,6 +1,7 @@
 """results.json rows, report.md and PNG charts for perf/run.py."""
 import math
 import os
+import statistics
 
 PAPER = ("GraphMend paper (arXiv 2509.16248, CGO 2027; torch 2.12, transformers 4.52.4, RTX 3090/A40/H100, "
          "mode=\"reduce-overhead\", large batches): 107 of 147 breaks removed (73%) in 27 Hugging Face models, "
@@ -14,6 +15,140 @@ SCALARS = [  # (metric, unit)
     ("loadavg_start", "load"), ("loadavg_end", "load"), ("graphs_after_cold", "graphs"), ("graph_calls_per_forward", "calls"), ("recompiles_steady", "graphs"),
     ("recompiles_flip", "graphs"), ("unique_graphs_total", "graphs"), ("changed_lines", "lines"),
 ]
+
+
+ROUND_METRICS = ("cold_s", "cold_cpu_s", "steady_median_s", "steady_cpu_median_s", "steady_mean_s", "flip_s",
+                 "flip_cpu_s", "flip_warm_median_s", "eager_median_s", "eager_cpu_median_s")
+ROUND_KEEP = ROUND_METRICS + ("round", "wall_s", "loadavg_start", "loadavg_end", "graphs_after_cold",
+                              "recompiles_flip", "error", "reused_from")
+COMPILE_KEYS = ("frames", "entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s",
+                "code_gen_time_s", "guard_count", "graph_op_count")
+COMPILE_FUNCS = ("bytecode_tracing", "build_guards", "create_aot_dispatcher_function", "compile_fx_inner",
+                 "GraphLowering.codegen", "async_compile.wait")
+
+
+def compile_summary(snap):
+    """The few compile-time figures the report shows, from a worker's compile_cold/compile_flip snapshot."""
+    if not snap:
+        return None
+    m, fns = snap.get("metrics") or {}, snap.get("functions") or {}
+    out = {k: m[k] for k in COMPILE_KEYS if k in m}
+    out.update({f"fn:{k}": fns[k] for k in COMPILE_FUNCS if k in fns})
+    return out
+
+
+def combine_rounds(results):
+    """One variant's results of N rounds -> round 0's full result (breaks, outputs, reasons) with the timing
+    metrics replaced by their median over the rounds that ran, and `rounds`: each round's timings."""
+    if not results:
+        return {"error": "not run"}
+    if len(results) == 1:
+        return results[0]
+    ok = [r for r in results if "error" not in r]
+    base = dict(results[0] if "error" not in results[0] or not ok else ok[0])
+    base["rounds"] = [dict({k: r[k] for k in ROUND_KEEP if k in r},
+                           compile_cold=compile_summary(r.get("compile_cold")),
+                           compile_flip=compile_summary(r.get("compile_flip"))) for r in results]
+    for k in ROUND_METRICS:
+        vals = [r[k] for r in ok if r.get(k) is not None]
+        if vals:
+            base[k] = statistics.median(vals)
+    cc = [compile_summary(r.get("compile_cold")) for r in ok if r.get("compile_cold")]
+    if cc:
+        base["compile_cold_median"] = {k: statistics.median([c[k] for c in cc if k in c])
+                                       for k in sorted({k for c in cc for k in c})}
+    base["rounds_ok"] = len(ok)
+    return base
+
+
+def spread(res, metric):
+    """(median, min, max, n) of a metric over the rounds of one variant, or None."""
+    vals = [r[metric] for r in res.get("rounds") or [] if r.get(metric) is not None and "error" not in r]
+    if not vals:
+        return None
+    return statistics.median(vals), min(vals), max(vals), len(vals)
+
+
+def paired_ratios(u, f, metric):
+    """unfixed / fixed per round (runs of the same round ran back to back, so they share the machine's state)."""
+    ur = {r.get("round"): r.get(metric) for r in u.get("rounds") or [] if "error" not in r}
+    fr = {r.get("round"): r.get(metric) for r in f.get("rounds") or [] if "error" not in r}
+    return [ur[k] / fr[k] for k in sorted(set(ur) & set(fr), key=str) if ur[k] and fr[k]]
+
+
+def noise_cell(ratios):
+    """'1.05x [0.97-1.12] within noise' - median of the paired ratios, their min-max band, and the verdict."""
+    if len(ratios) < 2:
+        return fmt(ratios[0], "x") + " (1 round)" if ratios else "-"
+    med, lo, hi = statistics.median(ratios), min(ratios), max(ratios)
+    verdict = "within noise" if lo <= 1.0 <= hi else ("**faster**" if lo > 1.0 else "**slower**")
+    return f"{med:.2f}x [{lo:.2f}-{hi:.2f}] {verdict}"
+
+
+def spread_cell(sp):
+    if not sp:
+        return "-"
+    med, lo, hi, n = sp
+    rel = f" ±{50 * (hi - lo) / med:.0f}%" if med else ""
+    return f"{fmt(med)} [{fmt(lo)}-{fmt(hi)}]{rel}"
+
+
+def table_noise(cases, v, mode, clock="wall"):
+    """Per case: each variant's median and min-max over the rounds, and the paired ratio with its band."""
+    cold, steady, flip, _ = LAT[clock]
+    what = "wall clock" if clock == "wall" else "CPU time"
+    out = [f"## Rounds ({what}, {mode}): unfixed vs {v}, median [min-max] over the rounds", "",
+           "Ratio = unfixed / fixed per round (the two ran back to back, order alternating), median and "
+           "[min-max] over the rounds; **within noise** when that band contains 1.0 (no difference this run can "
+           "resolve), **faster**/**slower** when the whole band is above/below 1.0. ±% = half the min-max range "
+           "of a variant's medians relative to its median: the smallest change the run could see.", "",
+           "| case | rounds | cold unfixed | cold fixed | cold ratio | steady unfixed | steady fixed | steady ratio | "
+           "flip unfixed | flip fixed | flip ratio |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cases:
+        u, f = pair(c, v, mode)
+        if not u.get("rounds") and not f.get("rounds"):
+            continue
+        n = min(len(u.get("rounds") or []), len(f.get("rounds") or []))
+        cells = []
+        for metric in (cold, steady, flip):
+            cells += [spread_cell(spread(u, metric)), spread_cell(spread(f, metric)),
+                      noise_cell(paired_ratios(u, f, metric))]
+        out.append(f"| {c['case']} | {n} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _cs(x, key):
+    v = (x or {}).get(key)
+    if isinstance(v, float) and v.is_integer() and not key.endswith("_s") and not key.startswith("fn:"):
+        v = int(v)  # a median of counts
+    return "-" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)
+
+
+def table_compile(cases, variants, mode):
+    """Where cold start goes: Dynamo frame compiles, tracing, guards, backend (AOT + inductor), codegen."""
+    out = ["## Where compile time goes (first call; median over rounds when there are several)", "",
+           "Seconds, summed over the frames compiled by the first call, from torch._dynamo.utils "
+           "(CompilationMetrics: entire frame = Dynamo tracing + guards + backend; backend = AOTAutograd + "
+           "inductor; inductor and codegen are parts of backend; dynamo_timed functions: bytecode tracing, "
+           "build_guards). flip = compile added by the first call on the other input.", "",
+           "| case | variant | frames | entire frame | bytecode tracing | build guards | backend | inductor | "
+           "codegen | guards | graph ops | flip: frames | flip: entire frame |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    any_row = False
+    for c in cases:
+        for v in ["unfixed"] + list(variants):
+            r = c["variants"].get(f"{v}@{mode}", {})
+            cc = r.get("compile_cold_median") or compile_summary(r.get("compile_cold"))
+            if not cc:
+                continue
+            any_row = True
+            cf = compile_summary(r.get("compile_flip")) or {}
+            out.append(f"| {c['case']} | {v} | {_cs(cc, 'frames')} | {_cs(cc, 'entire_frame_compile_time_s')} | "
+                       f"{_cs(cc, 'fn:bytecode_tracing')} | {_cs(cc, 'fn:build_guards')} | "
+                       f"{_cs(cc, 'backend_compile_time_s')} | {_cs(cc, 'inductor_compile_time_s')} | "
+                       f"{_cs(cc, 'code_gen_time_s')} | {_cs(cc, 'guard_count')} | {_cs(cc, 'graph_op_count')} | "
+                       f"{_cs(cf, 'frames')} | {_cs(cf, 'entire_frame_compile_time_s')} |")
+    return out if any_row else []
 
 
 def breaks(res):
@@ -58,6 +193,15 @@ def rows_for(case, kind, variant, mode, res, meta):
             add(metric, res[metric], unit)
     add("breaks", breaks(res), "breaks")
     add("graphs", graphs(res), "graphs")
+    if res.get("rounds"):
+        add("rounds_ok", res.get("rounds_ok"), "rounds")
+        for metric in ROUND_METRICS:  # the metric itself is the median over the rounds
+            sp = spread(res, metric)
+            if sp:
+                add(f"{metric}_rounds_min", sp[1], "s")
+                add(f"{metric}_rounds_max", sp[2], "s")
+    for k, v in (res.get("compile_cold_median") or compile_summary(res.get("compile_cold")) or {}).items():
+        add(f"compile_cold:{k}", v, "s" if k.endswith("_s") or k.startswith("fn:") else "")
     for i, e in (res.get("explain") or {}).items():
         add(f"explain_breaks_input{i}", e["breaks"], "breaks")
         add(f"explain_graphs_input{i}", e["graphs"], "graphs")
@@ -103,16 +247,24 @@ def ratio(a, b):
 
 def write(out, meta, cases):
     variants = [v for v in meta["variants"] if v != "unfixed"]
-    mode = "default"
+    mode = (meta.get("modes") or ["default"])[0]  # the main tables; a reduce-overhead-only run shows that mode
     lines = [f"# graphmend-lint perf report ({'quick' if meta['quick'] else 'full'} run)", ""]
     for m in meta.get("merged", []):
         lines += [f"Cases {', '.join(m['cases'])} were rerun on {m['date_utc']} and merged into this report.", ""]
     if not meta.get("complete", True):
         lines += ["**Partial report: the run is still going or was stopped; only finished cases are shown.**", ""]
     lines += [f"- torch {meta['torch']}, transformers {meta['transformers']}, device `{meta['device']}`, backend "
-              f"`{meta['backend']}`, modes {meta['modes']}", f"- machine: {meta['machine']}, Python {meta['python']}",
-              f"- date {meta['date_utc']}, {meta['steady_calls']} steady-state calls, total wall "
-              f"{meta.get('total_wall_s', 0):.0f} s"]
+              f"`{meta['backend']}`, modes {meta['modes']}", f"- machine: {meta['machine']}" + (f", GPU {meta['gpu']}" if meta.get("gpu") else "") +
+              f", Python {meta['python']}",
+              f"- date {meta['date_utc']}, commit {meta.get('commit') or 'unknown'}, {meta['steady_calls']} "
+              f"steady-state calls, {meta.get('rounds', 1)} round(s), torch.compile dynamic="
+              f"{meta.get('dynamic', 'auto')}, total wall {meta.get('total_wall_s', 0):.0f} s"]
+    cut = [f"{c['case']} ({c['rounds_cut']})" for c in cases if c.get("rounds_cut")]
+    if cut:
+        lines.append(f"- **rounds cut short by the budget: {', '.join(cut)}**")
+    if meta.get("skipped_for_budget"):
+        lines.append(f"- **budget of {meta.get('budget_s'):.0f} s reached: not run: "
+                     f"{', '.join(meta['skipped_for_budget'])}**")
     loads = [r.get(k) for c in cases for r in c["variants"].values() for k in ("loadavg_start", "loadavg_end")
              if r.get(k) is not None]
     if loads:
@@ -139,15 +291,24 @@ def write(out, meta, cases):
               "per forward (a graph compiled once but run in every layer counts each time). The fixed variants are "
               "produced by running `graphmend-lint check --fix --exit-zero` on copies of the sources "
               "(diffs in `diffs/`).", ""]
+    multi = any(r.get("rounds") for c in cases for r in c["variants"].values())
     for v in variants:
         lines += table_breaks(cases, v, mode), ""
         lines += table_latency(cases, v, mode, "wall"), ""
+        if multi:
+            lines += table_noise(cases, v, mode, "wall"), ""
         if meta["device"] == "cpu":
             lines += table_latency(cases, v, mode, "cpu"), ""
+            if multi:
+                lines += table_noise(cases, v, mode, "cpu"), ""
+    lines += table_compile(cases, variants, mode), ""
+    lines += table_flip(cases, variants, mode), ""
     for m in meta["modes"]:
-        if m != "default":
+        if m != mode:
             for v in variants:
                 lines += [f"### mode={m}", ""] + table_latency(cases, v, m) + [""]
+                if multi:
+                    lines += table_noise(cases, v, m) + [""]
     lines += ["## Paper figures for comparison", "", PAPER, ""]
     lines += remaining(cases, variants, mode)
     lines += remaining(cases, ["unfixed"], mode, "## Break sites before the fix (explain() reasons, file:line)")
@@ -188,7 +349,8 @@ def table_breaks(cases, v, mode):
             full += bu > 0 and bf == 0
         raises = "; ".join(f"{r or 'no raise'} -> {s or 'no raise'}" for r, s in
                            zip((u.get("raises_compiled") or {}).values(), (f.get("raises_compiled") or {}).values()))
-        out.append(f"| {c['case']} | {c['kind']} | {bu if bu is not None else 'ERR'} | "
+        kind = c["kind"] + (", train" if u.get("train") or f.get("train") else "")
+        out.append(f"| {c['case']} | {kind} | {bu if bu is not None else 'ERR'} | "
                    f"{bf if bf is not None else 'ERR'} | {(bu - bf) if None not in (bu, bf) else '-'} | "
                    f"{graphs(u)} -> {graphs(f)} | {u.get('graph_calls_per_forward')} -> "
                    f"{f.get('graph_calls_per_forward')} | {u.get('recompiles_flip', '-')} -> "
@@ -233,6 +395,36 @@ def table_latency(cases, v, mode, clock="wall"):
     out += ["", f"Best ratios: cold {fmt(best['cold'], 'x')}, steady {fmt(best['steady'], 'x')}, flip "
             f"{fmt(best['flip'], 'x')} (paper: cold up to 26x / ~5x avg, steady up to 1.39x; no flip figure)."]
     return out
+
+
+def recompile_brief(msg):
+    """'Recompiling function forward in /x/transformers/models/phi3/modeling_phi3.py:1271 / triggered by the
+    following guard failure(s): / - 0/0: tensor 'input_ids' size mismatch ...' -> 'forward (phi3/modeling_phi3.py:1271):
+    tensor 'input_ids' size mismatch ...'."""
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    head = lines[0] if lines else msg
+    if head.startswith("Recompiling function ") and " in " in head:
+        fn, where = head[len("Recompiling function "):].split(" in ", 1)
+        head = f"{fn} ({'/'.join(where.split('/')[-2:])})"
+    guard = next((ln.lstrip("- ") for ln in lines[1:] if ln.startswith("-")), "")
+    if guard[:1].isdigit() and ": " in guard:
+        guard = guard.split(": ", 1)[1]  # drop the '0/0' frame/compile id
+    guard = " ".join(guard.split("  #")[0].split())  # drop the guard's source comment
+    return (head + (": " + guard[:120] if guard else "")).replace("|", "/")
+
+
+def table_flip(cases, variants, mode):
+    """Recompiles on the flip input and Dynamo's reasons for them (shape change vs guard on a value)."""
+    out = ["## Recompiles on the flip input (Dynamo's recompile reasons)", ""]
+    for c in cases:
+        for v in ["unfixed"] + list(variants):
+            r = c["variants"].get(f"{v}@{mode}", {})
+            if r.get("recompiles_flip"):
+                why = "; ".join(recompile_brief(x) for x in r.get("recompile_reasons_flip") or [])
+                out.append(f"- {c['case']} `{v}`: {r['recompiles_flip']} graph(s) compiled on the flip"
+                           f" (dynamic={r.get('dynamic', 'auto')}{', marked ' + ','.join(r['marked_dynamic']) if r.get('marked_dynamic') else ''})"
+                           f"{': ' + why if why else ''}")
+    return out if len(out) > 2 else []
 
 
 def remaining(cases, variants, mode, title="## Breaks that remain after the fix"):

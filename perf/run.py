@@ -1,9 +1,12 @@
 """Measure graph breaks and latency of models before and after graphmend-lint fixes.
 
-    python perf/run.py [--device auto|cpu|cuda] [--backend inductor|aot_eager|eager] [--quick] [--unsafe] --out DIR
+    python perf/run.py [--device auto|cpu|cuda] [--backend inductor|aot_eager|eager] [--quick] [--unsafe]
+                       [--rounds N] [--dynamic auto|true|false|mark] --out DIR
 
 Every case runs in fresh worker processes (perf/worker.py), one per variant, each with an empty inductor
 cache.  The fixed variants are produced by running the fixer on copies of the sources (perf/fixer.py).
+With --rounds N each case runs N rounds, unfixed and fixed alternating (unfixed first in even rounds,
+fixed first in odd ones), every run in a fresh process; the report gives medians, spreads and a noise band.
 """
 import argparse
 import glob
@@ -61,6 +64,19 @@ def parse_args(argv=None):
     ap.add_argument("--threads", type=int, default=1,
                     help="CPU intra-op threads per worker (default 1: stable timings on a small shared machine; "
                          "0 = torch default)")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="rounds per case, variants interleaved, each run a fresh process (default 3; 1 with --quick)")
+    ap.add_argument("--dynamic", default="auto", choices=["auto", "true", "false", "mark"],
+                    help="torch.compile dynamic=None (auto, default) | True | False, or mark: dynamic=None plus "
+                         "torch._dynamo.mark_dynamic on the case's sequence dims (hf_models.DYNAMIC_DIMS)")
+    ap.add_argument("--modes", default=None,
+                    help="comma-separated compile modes: default,reduce-overhead (default: default, plus "
+                         "reduce-overhead on CUDA with inductor)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds: start no new case once this much wall time has passed (cuda_pass.py)")
+    ap.add_argument("--profile", action="store_true",
+                    help="torch.profiler over 5 steady calls per case and variant (round 0, after the timings): "
+                         "OUT/profiles/CASE.VARIANT[.MODE].txt")
     ap.add_argument("--out", required=True)
     return ap.parse_args(argv)
 
@@ -89,9 +105,9 @@ def discover(args):
         cases += [(name, "hf", name) for name in hf]
     if args.quick:
         cases = [c for c in cases if c[0] in QUICK_LOCAL + QUICK_HF]
-    if args.cases:
-        want = set(args.cases.split(","))
-        cases = [c for c in cases if c[0] in want]
+    if args.cases:  # in the order given (cuda_pass.py lists the most wanted first)
+        want = args.cases.split(",")
+        cases = sorted([c for c in cases if c[0] in want], key=lambda c: want.index(c[0]))
     return cases
 
 
@@ -139,9 +155,17 @@ def same_source(info, a, b, src, kind, name):
     return True
 
 
-def run_worker(spec, entry, args, work, tag, mode=None):
+def worker_timeout(args):
+    """--timeout, or less when --budget leaves less (never under 30 s)."""
+    if not getattr(args, "budget", None) or not getattr(args, "t_start", None):
+        return args.timeout
+    return int(max(30, min(args.timeout, args.budget - (time.time() - args.t_start))))
+
+
+def run_worker(spec, entry, args, work, tag, mode=None, light=False):
     jobdir = tempfile.mkdtemp(prefix=f"{tag}_", dir=work)
-    job = {"spec": spec, "backend": args.backend, "device": args.device, "mode": mode, "steady": args.steady}
+    job = {"spec": spec, "backend": args.backend, "device": args.device, "mode": mode, "steady": args.steady,
+           "dynamic": getattr(args, "dynamic", "auto"), "light": light, "profile": getattr(args, "profile", False)}
     env = dict(os.environ)
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(jobdir, "inductor_cache")
     env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
@@ -158,14 +182,15 @@ def run_worker(spec, entry, args, work, tag, mode=None):
     json.dump(job, open(os.path.join(jobdir, "job.json"), "w"))
     out_json, out_pt = os.path.join(jobdir, "res.json"), os.path.join(jobdir, "out.pt")
     t0 = time.time()
+    timeout = worker_timeout(args)
     try:
         with open(os.path.join(jobdir, "stdout.txt"), "w") as so, open(os.path.join(jobdir, "stderr.txt"), "w") as se:
             p = subprocess.run([sys.executable, "-m", "perf.worker", os.path.join(jobdir, "job.json"), out_json,
-                                out_pt], cwd=ROOT, env=env, stdout=so, stderr=se, timeout=args.timeout)
+                                out_pt], cwd=ROOT, env=env, stdout=so, stderr=se, timeout=timeout)
         log = open(os.path.join(jobdir, "stderr.txt"), errors="replace").read()[-4000:]
         ok = p.returncode == 0 and os.path.exists(out_json)
     except subprocess.TimeoutExpired:
-        ok, log = False, f"timeout after {args.timeout}s"
+        ok, log = False, f"timeout after {timeout}s"
     res = json.load(open(out_json)) if ok else {"error": log.strip().splitlines()[-1] if log.strip() else "failed"}
     res["wall_s"] = time.time() - t0
     res["out_pt"] = out_pt if ok else None
@@ -208,13 +233,19 @@ def main(argv=None):
     if args.steady is None:
         args.steady = 9 if args.quick else 20
     args.steady = max(args.steady, 9)
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 3
+    args.rounds = max(args.rounds, 1)
     os.makedirs(args.out, exist_ok=True)
     charts_available()
     work = tempfile.mkdtemp(prefix="gm_perf_")
     variants = ["unfixed", "fixed"] + (["fixed_unsafe"] if args.unsafe else [])
-    modes = [None] + (["reduce-overhead"] if args.device == "cuda" and args.backend == "inductor" else [])
+    if args.modes:
+        modes = [None if m == "default" else m for m in args.modes.split(",")]
+    else:
+        modes = [None] + (["reduce-overhead"] if args.device == "cuda" and args.backend == "inductor" else [])
     cases = discover(args)
-    t_start = time.time()
+    t_start = args.t_start = time.time()
     print(f"perf: {len(cases)} cases x {variants} on {args.device}/{args.backend}; work dir {work}", flush=True)
     info = prepare(cases, variants, work)
     fixer_missing = fixer.fixer_command() is None
@@ -231,10 +262,13 @@ def main(argv=None):
         "fixer_status": {v: info[v]["fixer_status"] for v in variants},
         "fixer_output": {v: info[v]["fixer_output"][-3000:] for v in variants},
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "rounds": args.rounds, "dynamic": args.dynamic, "commit": commit(), "budget_s": args.budget,
+        "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else None,
+        "compile_threads": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "1"),
     }
     diff_dir = os.path.join(args.out, "diffs")
     os.makedirs(diff_dir, exist_ok=True)
-    rows, cases_out = [], []
+    rows, cases_out, case_s = [], [], []  # case_s: wall seconds of each finished case (the budget's estimate)
     for n, (name, kind, src) in enumerate(cases, 1):
         files, _ = case_files(name, kind, src, info["unfixed"])
         case = {"case": name, "kind": kind, "files": [short(f) for f in files], "variants": {}}
@@ -243,36 +277,61 @@ def main(argv=None):
             for code, k in info["unfixed"]["findings"].get(f, {}).items():
                 findings[code] = findings.get(code, 0) + k
         case["findings"] = findings
+        t_case = time.time()
         line = [f"[{n}/{len(cases)}] {name:<22}"]
+        rounds = {}  # (variant, mode) -> [result of each round]
         for mode in modes:
+            for r in range(args.rounds):
+                if r and args.budget and time.time() - t_start + (time.time() - t_case) / r > args.budget:
+                    case["rounds_cut"] = f"{r} of {args.rounds} rounds (budget)"
+                    print(f"    budget: stopping {name} after {r} rounds", flush=True)
+                    break
+                order = variants if r % 2 == 0 else variants[::-1]  # alternate who goes first
+                for v in order:
+                    _, spec = case_files(name, kind, src, info[v])
+                    changed = 0
+                    for f in files:
+                        text, k = info[v]["diffs"].get(f, ("", 0))
+                        changed += k
+                        if text and r == 0 and mode is None:
+                            open(os.path.join(diff_dir, f"{name}.{v}.diff"), "a").write(text)
+                    prev = rounds.get(("fixed", mode), [])
+                    if v == "fixed_unsafe" and same_source(info, "fixed", v, src, kind, name) and len(prev) > r:
+                        res = dict(prev[r], reused_from="fixed")  # identical code: not rerun
+                    else:
+                        res = run_worker(spec, info[v], args, work, f"{name}_{v}_r{r}", mode, light=r > 0)
+                    res["changed_lines"] = changed
+                    res["round"] = r
+                    if res.get("profile"):
+                        os.makedirs(os.path.join(args.out, "profiles"), exist_ok=True)
+                        tag = f"{name}.{v}" + (f".{mode}" if mode else "")
+                        open(os.path.join(args.out, "profiles", f"{tag}.txt"), "w").write(res.pop("profile"))
+                    rounds.setdefault((v, mode), []).append(res)
+                    if r == 0:
+                        line.append(report.progress(v, mode, res))
+                    elif args.rounds > 1:
+                        print(f"    round {r + 1}/{args.rounds} " + report.progress(v, mode, res), flush=True)
             for v in variants:
-                _, spec = case_files(name, kind, src, info[v])
-                changed = 0
-                for f in files:
-                    text, k = info[v]["diffs"].get(f, ("", 0))
-                    changed += k
-                    if text:
-                        open(os.path.join(diff_dir, f"{name}.{v}.diff"), "a").write(text)
-                if v == "fixed_unsafe" and same_source(info, "fixed", v, src, kind, name) and \
-                        ("fixed", mode) in case["variants"]:
-                    res = dict(case["variants"][("fixed", mode)], reused_from="fixed")  # identical code: not rerun
-                else:
-                    res = run_worker(spec, info[v], args, work, f"{name}_{v}", mode)
-                res["changed_lines"] = changed
+                res = report.combine_rounds(rounds.get((v, mode), []))
                 if v != "unfixed" and "error" not in res:
                     res["vs_unfixed"] = compare(case["variants"].get(("unfixed", mode), {}).get("out_pt"),
                                                 res.get("out_pt"))
                 case["variants"][(v, mode)] = res
                 rows += report.rows_for(name, kind, v, mode or "default", res, meta)
-                line.append(report.progress(v, mode, res))
         print(" | ".join(line), flush=True)
         case["variants"] = {f"{v}@{m or 'default'}": r for (v, m), r in case["variants"].items()}
         cases_out.append(case)
         meta["total_wall_s"] = time.time() - t_start
         meta["complete"] = n == len(cases)
         save(args.out, meta, rows, cases_out)  # after every case: a killed run still leaves a report
+        case_s.append(time.time() - t_case)
+        if args.budget and n < len(cases) and time.time() - t_start + max(case_s) > args.budget:
+            meta["skipped_for_budget"] = [c[0] for c in cases[n:]]
+            print(f"perf: the next case would overrun the budget of {args.budget:.0f}s; not started: {', '.join(meta['skipped_for_budget'])}",
+                  flush=True)
+            break
     meta["total_wall_s"] = time.time() - t_start
-    meta["complete"] = True
+    meta["complete"] = not meta.get("skipped_for_budget")
     save(args.out, meta, rows, cases_out)
     print(f"perf: wrote {args.out}/results.json, report.md, charts in {meta['total_wall_s']:.0f}s", flush=True)
     return 0
@@ -282,6 +341,18 @@ def save(out, meta, rows, cases_out):
     json.dump({"meta": meta, "rows": rows, "cases": cases_out}, open(os.path.join(out, "results.json"), "w"),
               indent=1, default=str)
     report.write(out, meta, cases_out)
+
+
+def commit():
+    """The commit of the checkout that ran (with '+dirty' when the tree has changes), or None."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=20).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=20).stdout.strip()
+        return (sha + ("+dirty" if dirty else "")) or None
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def short(path):

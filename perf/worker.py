@@ -1,7 +1,16 @@
 """One case x variant, in a fresh process: cold start, steady state, branch flip, breaks, outputs.
 
 Usage: python -m perf.worker SPEC_JSON OUT_JSON OUT_PT
-SPEC_JSON holds {"spec": loader spec, "backend", "device", "mode", "steady", "expect_transformers"}.
+SPEC_JSON holds {"spec": loader spec, "backend", "device", "mode", "steady", "expect_transformers",
+"dynamic": "auto"|"true"|"false"|"mark" (torch.compile(dynamic=None|True|False), or mark_dynamic on the
+case's dynamic dims), "light": skip the break analysis (explain, counting backend; later rounds), "profile": torch.profiler
+over 5 steady calls after all timings (round 0 only)}.
+
+Train cases (hf_models.TRAIN, or a local model file with TRAIN = True) run forward + backward of the
+sum of their floating outputs with gradients on, in train mode (outputs compared with eager include the
+parameter gradients); eval cases run forward under no_grad.
+compile_cold / compile_flip: where compile time went (Dynamo phases, AOT, inductor, codegen; guards),
+from torch._dynamo.utils' counters, cumulative timers and compilation metrics (no TORCH_COMPILE_DEBUG).
 """
 import json
 import os
@@ -16,7 +25,7 @@ def main(spec_path, out_json, out_pt):
     import torch
     import torch._dynamo
     from torch._dynamo.utils import counters
-    from perf.loader import call, leaves, load, to_device
+    from perf.loader import call, dynamic_dims, is_train, leaves, load, to_device
 
     res = {"import_s": time.perf_counter() - t_import, "loadavg_start": os.getloadavg()[0]}
     device, backend, mode = job["device"], job["backend"], job.get("mode")
@@ -47,6 +56,10 @@ def main(spec_path, out_json, out_pt):
 
     torch.manual_seed(0)
     model, inputs, raise_idx = load(job["spec"])
+    train = is_train(job["spec"])
+    res["train"] = train
+    dynamic = job.get("dynamic") or "auto"
+    res["dynamic"] = dynamic
     if job["spec"]["kind"] == "hf":
         import transformers
         res["transformers_file"] = transformers.__file__
@@ -55,7 +68,12 @@ def main(spec_path, out_json, out_pt):
             raise RuntimeError(f"wrong transformers imported: {transformers.__file__} (want {want})")
     if hasattr(model, "to"):
         model = model.to(device)
+    if hasattr(model, "train"):
+        model.train(train)
     inputs = [to_device(i, device) for i in inputs]
+    if dynamic == "mark":
+        res["marked_dynamic"] = mark_dynamic(torch, inputs, dynamic_dims(job["spec"]))
+    recompile_log = capture_recompiles(torch)
     ok_idx = [i for i in range(len(inputs)) if i not in raise_idx]
     flip_idx = next((i for i in ok_idx if i != 0), None)
 
@@ -74,23 +92,39 @@ def main(spec_path, out_json, out_pt):
             return run
         return backend_fn
 
+    dyn = {"auto": None, "mark": None, "true": True, "false": False}[dynamic]
     if mode:  # e.g. reduce-overhead (CUDA graphs); counted through dynamo counters instead
-        cmodel = torch.compile(model, mode=mode)
+        cmodel = torch.compile(model, mode=mode, dynamic=dyn)
     else:
-        cmodel = torch.compile(model, backend=counting(torch._dynamo.lookup_backend(backend)))
+        cmodel = torch.compile(model, backend=counting(torch._dynamo.lookup_backend(backend)), dynamic=dyn)
+
+    grads = []  # train: the parameter gradients of the last step (compared with eager like the outputs)
+
+    def step(m, inp):
+        """One forward (eval) or forward + backward (train)."""
+        out = call(m, inp)
+        if train:
+            loss = sum(t.float().sum() for t in leaves(out) if t.requires_grad)
+            if torch.is_tensor(loss):
+                loss.backward()
+            grads[:] = [p.grad.detach().cpu() for p in model.parameters() if p.grad is not None]
+            model.zero_grad(set_to_none=True)
+        return out
 
     def ccall(inp):
         if mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()
-        return call(cmodel, inp)
+        return step(cmodel, inp)
 
     def unique_graphs():
         return compiled_graphs[0] if not mode else counters["stats"]["unique_graphs"]
 
-    with torch.no_grad():
+    with torch.enable_grad() if train else torch.no_grad():
+        torch.manual_seed(0)  # train cases with randomness (LayerDrop, SpecAugment): same draws as eager below
         cout0, res["cold_s"], res["cold_cpu_s"] = timed2(lambda: ccall(inputs[0]))
-        cout0 = [t.detach().cpu() for t in leaves(cout0)]  # CUDA graphs overwrite outputs on the next call
+        cout0 = [t.detach().cpu() for t in leaves(cout0)] + grads  # CUDA graphs overwrite outputs on the next call
         res["graphs_after_cold"] = unique_graphs()
+        res["compile_cold"] = snap0 = compile_snapshot(torch)
         calls_before = graph_calls[0]
         steady, steady_cpu = [], []
         for _ in range(job["steady"]):
@@ -107,7 +141,9 @@ def main(spec_path, out_json, out_pt):
         res["raises_compiled"] = {}
         for cand in [i for i in ok_idx if i != 0]:  # first input that does not raise (fixtures list raising ones)
             before = unique_graphs()
+            n_recompile_msgs = len(recompile_log)
             try:
+                torch.manual_seed(1)
                 cout1, res["flip_s"], res["flip_cpu_s"] = timed2(lambda: ccall(inputs[cand]))
             except Exception as e:  # noqa: BLE001
                 res["raises_compiled"][cand] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
@@ -116,18 +152,22 @@ def main(spec_path, out_json, out_pt):
                 res.pop("flip_cpu_s", None)
                 continue
             flip_idx = cand
-            cout1 = [t.detach().cpu() for t in leaves(cout1)]
+            cout1 = [t.detach().cpu() for t in leaves(cout1)] + grads
             break
         else:
             flip_idx = None
         ok_idx = [i for i in ok_idx if i not in raise_idx]
         if flip_idx is not None:
             res["recompiles_flip"] = unique_graphs() - before
+            res["compile_flip"] = snapshot_delta(compile_snapshot(torch), snap0)
+            res["recompile_reasons_flip"] = recompile_log[n_recompile_msgs:][:5]
             again = []
             for _ in range(3):
                 _, t = timed(lambda: ccall(inputs[flip_idx]))
                 again.append(t)
             res["flip_warm_median_s"] = statistics.median(again)
+        if job.get("profile") and not job.get("light"):  # after every timing: the profiler's cost stays out of them
+            res["profile"] = profile_steady(torch, lambda: ccall(inputs[0]), cuda)
         for i in raise_idx:
             if i in res["raises_compiled"]:
                 continue
@@ -138,18 +178,20 @@ def main(spec_path, out_json, out_pt):
                 res["raises_compiled"][i] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         res["unique_graphs_total"] = unique_graphs()
         res["dynamo_recompiles"] = sum(counters["recompiles"].values()) if "recompiles" in counters else None
+        res["recompile_reasons"] = recompile_log[:10]
 
         # ---- eager reference and equality of compiled vs eager ----------------------------------
         eager = {}
         res["raises_eager"] = {}
         for i in range(len(inputs)):
             try:
-                eager[i] = [t.detach().cpu() for t in leaves(call(model, inputs[i]))]
+                torch.manual_seed(0 if i == 0 else 1)
+                eager[i] = [t.detach().cpu() for t in leaves(step(model, inputs[i]))] + grads
             except Exception as e:  # noqa: BLE001
                 res["raises_eager"][i] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         ev, evc = [], []
         for _ in range(max(5, job["steady"] // 2)):
-            _, t, c = timed2(lambda: call(model, inputs[0]))
+            _, t, c = timed2(lambda: step(model, inputs[0]))
             ev.append(t)
             evc.append(c)
         res["eager_median_s"] = statistics.median(ev)
@@ -165,7 +207,7 @@ def main(spec_path, out_json, out_pt):
 
         def explain_one(i, res):
             _explain_one(torch, model, inputs, call, i, res)
-        for i in ok_idx:
+        for i in [] if job.get("light") else ok_idx:
             torch._dynamo.reset()
             try:
                 explain_one(i, res)
@@ -209,6 +251,113 @@ def _explain_one(torch, model, inputs, call, i, res):
         "logged_breaks": [f"{short(b.file)}:{b.line} {b.gb}" for b in rec.sites()],
         "logged_frame_skips": len(rec.skips),
     }
+
+
+COMPILE_METRICS = (  # summed over the compiled frames (torch._dynamo.utils.CompilationMetrics)
+    "entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s", "code_gen_time_s",
+    "dynamo_cumulative_compile_time_us", "aot_autograd_cumulative_compile_time_us",
+    "inductor_cumulative_compile_time_us", "inductor_code_gen_cumulative_compile_time_us",
+    "compile_time_autotune_time_us", "gc_time_us", "guard_count", "shape_env_guard_count", "graph_op_count",
+    "graph_node_count", "dynamo_time_before_restart_s",
+)
+
+
+def profile_steady(torch, fn, cuda, calls=5):
+    """torch.profiler over a few steady calls: the top ops by self time (CPU, or CUDA when on a GPU), as text."""
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    try:
+        with profile(activities=acts) as prof:
+            for _ in range(calls):
+                fn()
+            if cuda:
+                torch.cuda.synchronize()
+        key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+        return f"{calls} calls on inputs[0]\n" + prof.key_averages().table(sort_by=key, row_limit=25)
+    except Exception as e:  # noqa: BLE001 - a profiler that cannot run here
+        return f"profiler failed: {type(e).__name__}: {e}"
+
+
+def compile_snapshot(torch):
+    """Cumulative compile-time figures of this process so far: {"metrics": summed CompilationMetrics fields +
+    "frames" (frame compiles), "phases": dynamo_timed phases (s), "functions": dynamo_timed functions (s),
+    "counters": Dynamo's stats/frames/aot_autograd/inductor counters}. Missing APIs leave keys out."""
+    import dataclasses
+    U = torch._dynamo.utils
+    snap = {}
+    try:
+        ms = U.get_compilation_metrics()
+        agg = {"frames": len(ms)}
+        for m in ms:
+            d = dataclasses.asdict(m) if dataclasses.is_dataclass(m) else dict(m)
+            for k in COMPILE_METRICS:
+                if isinstance(d.get(k), (int, float)):
+                    agg[k] = agg.get(k, 0) + d[k]
+        snap["metrics"] = agg
+    except Exception as e:  # noqa: BLE001 - a torch without these internals
+        snap["metrics_error"] = repr(e)[:200]
+    try:
+        snap["phases"] = {k: round(v, 6) for k, v in U.calculate_time_spent().items()}
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        snap["functions"] = {k: round(sum(v), 6) for k, v in U.compilation_time_metrics.items()}
+    except Exception:  # noqa: BLE001
+        pass
+    snap["counters"] = {g: {k: v for k, v in U.counters[g].items() if isinstance(v, (int, float)) and len(k) < 80}
+                        for g in ("stats", "frames", "aot_autograd", "inductor", "graph_break") if g in U.counters}
+    return snap
+
+
+def snapshot_delta(after, before):
+    """after - before, key by key (nested dicts of numbers)."""
+    out = {}
+    for k, v in after.items():
+        b = before.get(k) if isinstance(before, dict) else None
+        if isinstance(v, dict):
+            out[k] = snapshot_delta(v, b or {})
+        elif isinstance(v, (int, float)):
+            d = v - (b or 0)
+            if d:
+                out[k] = round(d, 6) if isinstance(d, float) else d
+    return out
+
+
+def mark_dynamic(torch, inputs, dims):
+    """torch._dynamo.mark_dynamic on dims (name or position -> dim) of every input, or by default on dim 1 of
+    every tensor input with 2 or more dims (the sequence dim of the transformers cases). Returns what it marked."""
+    marked = []
+    for inp in inputs:
+        items = inp.items() if isinstance(inp, dict) else enumerate(inp)
+        for k, v in items:
+            if not torch.is_tensor(v):
+                continue
+            dim = dims.get(k) if dims is not None else (1 if v.dim() >= 2 else None)
+            if dim is not None and v.dim() > dim:
+                torch._dynamo.mark_dynamic(v, dim)
+                marked.append(f"{k}:{dim}")
+    return sorted(set(marked))
+
+
+def capture_recompiles(torch):
+    """A list that receives Dynamo's recompile reasons (the `recompiles` log artifact)."""
+    import logging
+    msgs = []
+
+    class H(logging.Handler):
+        def emit(self, record):
+            try:
+                msgs.append(record.getMessage().strip()[:400])
+            except Exception:  # noqa: BLE001
+                pass
+    try:
+        torch._logging.set_logs(recompiles=True)
+        lg = logging.getLogger("torch._dynamo.guards.__recompiles")
+        lg.addHandler(H())
+        lg.propagate = False  # keep them in the result, not on stderr
+    except Exception:  # noqa: BLE001
+        pass
+    return msgs
 
 
 def short(path):
