@@ -10,7 +10,7 @@ import libcst as cst
 from . import context, external
 from .bindings import Bindings, dotted
 from .scope import CompiledScope
-from .tensors import FunctionFacts, Value, module_layer_attrs, tensor
+from .tensors import FunctionFacts, Value, module_layer_attrs, number_attrs, tensor
 
 __all__ = ["ModuleFacts", "FunctionFacts", "Value", "context", "facts_for"]
 
@@ -41,6 +41,18 @@ class ModuleFacts:
             facts = self._functions[func] = FunctionFacts(
                 func, self.bindings, attrs, lambda name, f=func: self._from_callers(f, name))
         return facts
+
+    def number_attrs(self, func: cst.FunctionDef) -> frozenset[str]:
+        """`self.x` attributes of `func`'s class that are Python numbers (tensors.number_attrs)."""
+        cls = self.scope.index.class_of.get(func)
+        if cls is None:
+            return frozenset()
+        got = getattr(self, "_numbers", None)
+        if got is None:
+            got = self._numbers = {}
+        if cls not in got:
+            got[cls] = number_attrs(cls)
+        return got[cls]
 
     # -- parameters handed in by same-file callers ----------------------------
     def _callers(self) -> dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]:

@@ -156,7 +156,14 @@ class TensorIfRule(base.GraphMendRule):
 
     A `print`, logging or `warnings` call in a branch is left out of the compiled form (under compile
     it does not run, exactly as the GM2xx guard makes it) and stays in the eager code: the fix is then
-    compile-only, and the message names the call.
+    compile-only, and the message names the call. The same holds for the guards the GM2xx fixes
+    write (`if not torch.compiler.is_compiling(): ...`): they do not run under compile, so they do
+    not block this fix, and fixes compose. When the branch holds nothing else, the compiled path
+    skips the whole `if` and eager evaluates it as before:
+    `if not torch.compiler.is_compiling() and h.abs().max() > 1e3:`. That needs a test that has no
+    side effects and cannot raise (a reduction that raises on an empty tensor gets
+    `not (torch.compiler.is_compiling() and h.numel() > 0) and ...`, a shape checked while
+    tracing) and an `if` without `elif`/`else` (their arms would then run under compile).
 
     ## When no fix is offered
     Branches with other side effects (calls, `+=`, attribute stores) or calls of modules and user

@@ -8,6 +8,7 @@ from ..safety import Safety
 from .assign import plan
 from .compiled import build, checked_note
 from .proof import Prover
+from . import quiet
 
 
 def fix_if(rule, node: cst.If, func: cst.FunctionDef) -> Fix | NoFix:
@@ -15,6 +16,8 @@ def fix_if(rule, node: cst.If, func: cst.FunctionDef) -> Fix | NoFix:
     compile-only form (safe when every missing proof is checked while tracing)."""
     prover = Prover(rule, node, func)
     verdict, replacement = plan(prover, node)
+    if verdict.refuse == quiet.ONLY_LOGGED:
+        return quiet.fix(Prover(rule, node, func), node)
     if verdict.refuse or replacement is None:
         return NoFix(verdict.refuse)
     if isinstance(replacement, list):
