@@ -88,6 +88,9 @@ def apply_fixes(module: cst.Module, fixes: list, parents: dict | None = None) ->
     new = module.visit(_Replace({f.node: f.replacement for f in fixes}, path))
     if any(f.needs_torch_import for f in fixes) and Bindings.of(new).torch_name() is None:
         new = layout.add_import(new, "torch")  # where isort would put it
+    for name in sorted({m for f in fixes for m in getattr(f, "imports", ())}):
+        if Bindings.of(new).spell(f"{name}.__name__") is None:
+            new = layout.add_import(new, name)
     return new
 
 
@@ -105,7 +108,8 @@ class NotOnWhole(Exception):
 def _attach_edits(module: cst.Module, findings: list, s: settings_mod.Settings, whole: str | None = None) -> None:
     """`whole`: the whole file when `module` is its skeleton (runner.py); raises NotOnWhole unless
     every fix's edits are shown to be those of the whole file (`_holds`)."""
-    todo = [f for f in findings if f.replacement is not None and (not f.needs_torch_import or s.can_add_imports)]
+    todo = [f for f in findings if f.replacement is not None
+            and (not (f.needs_torch_import or f.imports) or s.can_add_imports)]
     if not todo:
         return
     before, parts = _Parts.of(module)
@@ -113,7 +117,7 @@ def _attach_edits(module: cst.Module, findings: list, s: settings_mod.Settings, 
     check = _Holds(module, parents, before, whole) if whole is not None else None
     try:
         for f in todo:
-            edits = parts.edits(f, s, parents) if parts is not None and not f.needs_torch_import else None
+            edits = parts.edits(f, s, parents) if parts is not None and not (f.needs_torch_import or f.imports) else None
             if edits is None:  # the whole module's way
                 edits = text_edits(before, layout.module_code(finish(before, apply_fixes(module, [f], parents), s)))
             if check is not None and not check(f, edits):

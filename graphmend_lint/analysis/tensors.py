@@ -142,9 +142,10 @@ _AUG = {
 
 class FunctionFacts:
     def __init__(self, func: cst.FunctionDef, bindings: Bindings, module_attrs: dict[str, str],
-                 caller_value=None) -> None:
+                 caller_value=None, callee_value=None) -> None:
         self.func = func
         self.caller_value = caller_value  # param name -> Value handed in by every caller, or None
+        self.callee_value = callee_value  # a same-file call -> NUMPY when what it returns is numpy, or None
         self.b = bindings
         self.module_attrs = module_attrs  # "attr" -> qualified ctor of self.attr (nn layers)
         collector = _Assignments(func)
@@ -307,6 +308,11 @@ class FunctionFacts:
 
     def _call(self, call: cst.Call, depth: int) -> Value:
         func = call.func
+        if self.callee_value is not None and (isinstance(func, cst.Name) or dotted(func) is not None
+                                              and dotted(func).startswith("self.")):
+            got = self.callee_value(call)  # a same-file helper returning a numpy value
+            if got is not None:
+                return got
         if isinstance(func, cst.Name) and self.b.qualify(func) is None:
             if func.value in T.STATIC_BUILTINS:
                 return STATIC
