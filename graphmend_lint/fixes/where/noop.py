@@ -28,7 +28,7 @@ from .proof import Prover
 from .verdict import Verdict
 
 TITLE = ("fix: under torch.compile the masked update runs alone (where the test is False it selects no "
-         "element), eager runs the `if` unchanged, checked while tracing (`not {x}.requires_grad`)")
+         "element), eager runs the `if` unchanged, checked while tracing (`{x}`)")
 COMPARE = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
 
@@ -101,15 +101,16 @@ def fix(rule, node: cst.If, func: cst.FunctionDef) -> Fix | None:
     if mask is None:
         return None
     x = _tests_x(prover, mask)
-    if x is None or not prover.ff.value(cst.Name(x)).is_tensor:
+    if x is None:
         return None
+    tensor = "" if prover.ff.value(cst.Name(x)).is_tensor else f"isinstance({x}, {code(prover.torch('torch.Tensor'))}) and "
     stmts = without_logging(prover, Verdict(), body_statements(node.body))
     mask_code = code(mask)
     if len(stmts) != 1 or not _update(stmts[0], x, mask_code):
         return None
     line = next(s for s in node.body.body if isinstance(s, cst.SimpleStatementLine) and stmts[0] in s.body)
     is_compiling, needs = rule.spell("torch.compiler.is_compiling")
-    test = cst.parse_expression(f"{is_compiling}() and not {x}.requires_grad")
+    test = cst.parse_expression(f"{is_compiling}() and {tensor}not {x}.requires_grad")
     new = cst.If(test=test, body=cst.IndentedBlock(body=[line.with_changes(leading_lines=(), trailing_whitespace=cst.TrailingWhitespace())]),
                  orelse=node.with_changes(leading_lines=()), leading_lines=node.leading_lines)
-    return Fix(new, Safety.SAFE, TITLE.format(x=x), needs)
+    return Fix(new, Safety.SAFE, TITLE.format(x=f"{tensor}not {x}.requires_grad"), needs or prover.imports)
