@@ -102,6 +102,9 @@ def apply_fixes(module: cst.Module, fixes: list, parents: dict | None = None) ->
     new = module.visit(_Replace({f.node: f.replacement for f in fixes}, path))
     if any(f.needs_torch_import for f in fixes) and Bindings.of(new).torch_name() is None:
         new = layout.add_import(new, "torch")  # where isort would put it
+    for name in sorted({m for f in fixes for m in getattr(f, "imports", ())}):
+        if Bindings.of(new).spell(f"{name}.__name__") is None:
+            new = layout.add_import(new, name)
     return new
 
 
@@ -120,14 +123,15 @@ def _attach_edits(ctx: FileContext, findings: list, whole: str | None = None) ->
     """`whole`: the whole file when `ctx.module` is its skeleton (runner.py); raises NotOnWhole unless
     every fix's edits are shown to be those of the whole file (`_holds`)."""
     s, module = ctx.settings, ctx.module
-    todo = [f for f in findings if f.replacement is not None and (not f.needs_torch_import or s.can_add_imports)]
+    todo = [f for f in findings if f.replacement is not None
+            and (not (f.needs_torch_import or f.imports) or s.can_add_imports)]
     if not todo:
         return
     before, parts = _Parts.of(ctx)
     parents = ctx.parents
     check = _Holds(ctx, before, whole) if whole is not None else None
     for f in todo:
-        edits = parts.edits(f) if parts is not None and not f.needs_torch_import else None
+        edits = parts.edits(f) if parts is not None and not (f.needs_torch_import or f.imports) else None
         if edits is None:  # the whole module's way
             edits = text_edits(before, ctx.code(finish(ctx, before, apply_fixes(module, [f], parents))))
         if check is not None and not check(f, edits):

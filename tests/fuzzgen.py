@@ -304,6 +304,13 @@ class _Writer:
     def s_log(self, indent: int, depth: int) -> None:
         self.features.add("log")
         log = self.logger
+        if self.c.chance(0.15):  # a tensor `if` that only logs, maybe behind our own guard (#23)
+            self.features.add("log-only-if")
+            test = self.tensor_test(indent)
+            inner = self.c.pick([f"{log}.warning('large')", "print('large')",
+                                 self.fmt("if not {t}.compiler.is_compiling():\n        print('large')")])
+            self.emit(indent, f"if {test}:\n    {inner}")
+            return
         options = [
             "print('step', h.shape)", "print(f'{h.shape} rows')", "print('value', h)",
             f"{log}.info('shape %s', h.shape)", f"{log}.warning('careful')", f"{log}.debug('h=%s', h.sum())",
@@ -324,11 +331,13 @@ class _Writer:
         test = self.fmt(text, name)
         exc = self.c.pick(EXCEPTIONS)
         message = self.c.pick(["'bad input'", "f'bad input {h.shape}'", "'bad ' + 'input'", ""])
-        form = self.c.pick(["raise", "raise", "assert", "torch_assert", "raise-else"])
+        form = self.c.pick(["raise", "raise", "assert", "torch_assert", "raise-else", "assert-item"])
         if form == "raise":
             self.emit(indent, f"if {test}:\n    raise {exc}({message})")
         elif form == "raise-else":
             self.emit(indent, f"if {test}:\n    raise {exc}({message})\nelse:\n    h = h + 1")
+        elif form == "assert-item":  # GM304: a Python value read from a tensor in an assert (#23)
+            self.emit(indent, f"assert ({test}).logical_not().item()" + (f", {message}" if message else ""))
         elif form == "assert":
             self.emit(indent, f"assert not ({test})" + (f", {message}" if message else ""))
         elif "item()" in test or test.startswith("not "):

@@ -17,7 +17,9 @@ import torch
 from fixture_io import FIXTURES, fixture_cases, grad_off_fix
 from harness import load
 
-CASES = [c for c in fixture_cases() if c.parent.name.startswith("GM10") and "def make(" in c.read_text(encoding="utf-8")
+# other rules whose fixes are compile-only forms checked the same way
+COMPILE_ONLY_FAMILIES = {"GM915"}  # GM3xx: test_gm3_compiled.py (good and bad inputs)
+CASES = [c for c in fixture_cases() if (c.parent.name.startswith("GM10") or c.parent.name in COMPILE_ONLY_FAMILIES) and "def make(" in c.read_text(encoding="utf-8")
          and c.with_name(c.stem + ".fixed.py").exists()]
 # fixes whose compiled form waits for gradients off (inference): with gradients on the `if` runs
 GRAD_OFF = [c for c in CASES if grad_off_fix(c)]

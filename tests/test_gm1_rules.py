@@ -120,7 +120,14 @@ def findings(body: str, code: str = "GM101"):
      "    h = torch.clamp(h, min=-c, max=c)\nif mask is None:\n    c = 2.0\n    h = h / c\nreturn h\n", "safe", ""),
     ("if (\n    mask is not None\n    and h.sum() > 0\n):\n    h = h * 2\nreturn h\n", "safe", ""),
     ("if h.sum() > 0:\n    self.proj.weight.data.zero_()\nreturn h\n", "none", "side effects"),
-    ("if h.sum() > 0:\n    print(h)\nreturn h\n", "none", "side effects"),
+    # a branch that only logs: skipped under compile (fixes compose with the GM2xx guard)
+    ("if h.sum() > 0:\n    print(h)\nreturn h\n", "safe", "skipped under torch.compile"),
+    ("if h.sum() > 0:\n    if not torch.compiler.is_compiling():\n        print(h)\nreturn h\n", "safe",
+     "skipped under torch.compile"),
+    ("if h.sum() > 0:\n    if not torch.compiler.is_compiling():\n        print(h)\n    h = h * 2\nreturn h\n",
+     "safe", "runs in eager only"),
+    ("if h.amax() > 0:\n    print(h)\nreturn h\n", "safe", "`h.numel() > 0`"),
+    ("if h.sum() > 0:\n    print(h)\nelse:\n    print(h)\nreturn h\n", "none", "GM2xx guards"),
     # a print or warning in a branch is left out of the compiled form (GM2xx guards it the same way)
     ("if h.sum() > 0:\n    print('big')\n    h = h * 2\nreturn h\n", "safe", "`print(...)` runs in eager only"),
     ("if h.sum() > 0:\n    warnings.warn('big')\n    h = h * 2\nreturn h\n", "safe", "`warnings.warn(...)` runs"),

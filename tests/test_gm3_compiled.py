@@ -89,7 +89,8 @@ def test_fixed_check_compiles_and_still_fires(case, fixed):
                 # the graph assertion: RuntimeError carrying the message's constant parts
                 assert isinstance(compiled_error, RuntimeError), repr(compiled_error)
                 message = str(compiled_error)
-                assert message and is_subsequence(message, str(error)), f"input {i}: {message!r} vs {error!r}"
+                if str(error):  # an assert without a message: any RuntimeError ("" under Inductor)
+                    assert message and is_subsequence(message, str(error)), f"input {i}: {message!r} vs {error!r}"
     assert good and bad, "make() must give good and bad inputs"
     torch._dynamo.reset()
 

@@ -34,7 +34,7 @@ def unwrap(text: str) -> str:
 
 
 def test_gm3_rules_are_collected():
-    assert [r.CODE for r in GM3_RULES] == ["GM301", "GM302", "GM303"]
+    assert [r.CODE for r in GM3_RULES] == ["GM301", "GM302", "GM303", "GM304"]
     assert sum(len(r.VALID) + len(r.INVALID) for r in GM3_RULES) >= 12
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from . import context, external
+from . import context, external, numpy_values
 from .bindings import Bindings, dotted
 from .scope import CompiledScope
-from .tensors import FunctionFacts, Value, module_layer_attrs, tensor
+from .tensors import NUMPY, FunctionFacts, Value, module_layer_attrs, number_attrs, tensor
 
 __all__ = ["ModuleFacts", "FunctionFacts", "Value", "context"]
 
@@ -45,8 +45,38 @@ class ModuleFacts:
                         self._layers[c] = module_layer_attrs(c, self.bindings)
                     attrs = {**self._layers[c], **attrs}
             facts = self._functions[func] = FunctionFacts(
-                func, self.bindings, attrs, lambda name, f=func: self._from_callers(f, name))
+                func, self.bindings, attrs, lambda name, f=func: self._from_callers(f, name),
+                lambda call, f=func: self._from_callee(f, call))
         return facts
+
+    def _from_callee(self, func: cst.FunctionDef, call: cst.Call) -> Value | None:
+        """NUMPY when the same-file function or `self.` method `call` calls returns a numpy value
+        (reformer's `_get_least_common_mult_chunk_len` returns `np.lcm(...)`); None otherwise."""
+        callee = numpy_values.callee_of(self, func, call)
+        if callee is None or callee is func or ("callee", callee) in self._params_active:
+            return None
+        memo = self.__dict__.setdefault("_callee_memo", {})
+        if callee not in memo:
+            self._params_active.add(("callee", callee))
+            try:
+                values = [self.function(callee).value(r) for r in numpy_values.returns(callee)]
+            finally:
+                self._params_active.discard(("callee", callee))
+            memo[callee] = NUMPY if values and any(v.numpy for v in values) and not any(
+                v.data_dependent for v in values) else None
+        return memo[callee]
+
+    def number_attrs(self, func: cst.FunctionDef) -> frozenset[str]:
+        """`self.x` attributes of `func`'s class that are Python numbers (tensors.number_attrs)."""
+        cls = self.scope.index.class_of.get(func)
+        if cls is None:
+            return frozenset()
+        got = getattr(self, "_numbers", None)
+        if got is None:
+            got = self._numbers = {}
+        if cls not in got:
+            got[cls] = number_attrs(cls)
+        return got[cls]
 
     # -- parameters handed in by same-file callers ----------------------------
     def _callers(self) -> dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]:

@@ -142,9 +142,10 @@ _AUG = {
 
 class FunctionFacts:
     def __init__(self, func: cst.FunctionDef, bindings: Bindings, module_attrs: dict[str, str],
-                 caller_value=None) -> None:
+                 caller_value=None, callee_value=None) -> None:
         self.func = func
         self.caller_value = caller_value  # param name -> Value handed in by every caller, or None
+        self.callee_value = callee_value  # a same-file call -> NUMPY when what it returns is numpy, or None
         self.b = bindings
         self.module_attrs = module_attrs  # "attr" -> qualified ctor of self.attr (nn layers)
         collector = _Assignments(func)
@@ -307,6 +308,11 @@ class FunctionFacts:
 
     def _call(self, call: cst.Call, depth: int) -> Value:
         func = call.func
+        if self.callee_value is not None and (isinstance(func, cst.Name) or dotted(func) is not None
+                                              and dotted(func).startswith("self.")):
+            got = self.callee_value(call)  # a same-file helper returning a numpy value
+            if got is not None:
+                return got
         if isinstance(func, cst.Name) and self.b.qualify(func) is None:
             if func.value in T.STATIC_BUILTINS:
                 return STATIC
@@ -485,3 +491,82 @@ def module_layer_attrs(cls: cst.ClassDef, b: Bindings) -> dict[str, str]:
 
     fastwalk.visit(cls, V())
     return out
+
+
+_NUMBER_TYPES = {"int", "float"}
+
+
+def number_attrs(cls: cst.ClassDef) -> frozenset[str]:
+    """Attributes `self.x` that are Python numbers: every store in the class's methods is in
+    `__init__` (outside loops and nested defs), and binds a number literal or a parameter of
+    `__init__` annotated `int`/`float` that the method never rebinds (the annotation is trusted,
+    as for a `forward` parameter). Anything else storing `self.x` (another method, `+=`, an
+    unpacking, `setattr`) disqualifies it."""
+    good: set[str] = set()
+    bad: set[str] = set()
+    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []:
+        if not isinstance(stmt, cst.FunctionDef):
+            continue
+        params = {p.name.value: p for p in (*stmt.params.posonly_params, *stmt.params.params,
+                                            *stmt.params.kwonly_params)}
+        rebound: set[str] = set()
+        stores: list[tuple[str, cst.BaseExpression | None, bool]] = []
+
+        class V(cst.CSTVisitor):
+            depth = 0
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is stmt
+
+            def visit_For(self, node) -> None:
+                self.depth += 1
+
+            def leave_For(self, node) -> None:
+                self.depth -= 1
+
+            visit_While, leave_While = visit_For, leave_For
+
+            def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+                t = node.target
+                if isinstance(t, cst.Name):
+                    rebound.add(t.value)
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for t in node.targets:
+                    name = dotted(t.target)
+                    if name and name.startswith("self.") and name.count(".") == 1:
+                        stores.append((name[5:], node.value, self.depth == 0))
+                    elif isinstance(t.target, (cst.Tuple, cst.List)):
+                        for e in t.target.elements:
+                            n = dotted(e.value)
+                            if n and n.startswith("self."):
+                                stores.append((n[5:], None, False))
+
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                name = dotted(node.target)
+                if name and name.startswith("self."):
+                    stores.append((name[5:], None, False))
+                if isinstance(node.target, cst.Name):
+                    rebound.add(node.target.value)
+
+            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                name = dotted(node.target)
+                if name and name.startswith("self."):
+                    stores.append((name[5:], node.value, self.depth == 0))
+
+        stmt.visit(V())
+        for attr, value, top in stores:
+            ok = top and stmt.name.value == "__init__" and value is not None
+            if ok:
+                v = value.expression if isinstance(value, cst.UnaryOperation) and isinstance(
+                    value.operator, (cst.Minus, cst.Plus)) else value
+                if isinstance(v, (cst.Integer, cst.Float)):
+                    pass
+                elif isinstance(v, cst.Name) and v.value in params and v.value not in rebound:
+                    ann = params[v.value].annotation
+                    ok = ann is not None and isinstance(ann.annotation, cst.Name) and \
+                        ann.annotation.value in _NUMBER_TYPES
+                else:
+                    ok = False
+            (good if ok else bad).add(attr)
+    return frozenset(good - bad)

@@ -20,6 +20,7 @@ class Fix:
     title: str = ""
     needs_torch_import: bool = False
     node: cst.CSTNode | None = None  # the node replaced, when not the reported one
+    imports: tuple[str, ...] = ()  # other modules the replacement names (`math`): added when missing
 
 
 @dataclass(frozen=True)

@@ -424,7 +424,8 @@ def _blank_lead(stmt: cst.CSTNode, n: int) -> cst.CSTNode:
 
 
 def add_import(module: cst.Module, name: str = "torch") -> cst.Module:
-    """Add `import <name>` (a third-party module) where ruff's isort would put it."""
+    """Add `import <name>` (a third-party module, or a stdlib one after other stdlib imports) where
+    ruff's isort would put it."""
     body = list(module.body)
     start = 0
     first = body[0] if body else None
@@ -438,6 +439,20 @@ def add_import(module: cst.Module, name: str = "torch") -> cst.Module:
             break
         imports.append((i, *info))
     new = cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.Name(name))])])
+    stdlib = [x for x in imports if x[1] == "stdlib"]
+    if name in sys.stdlib_module_names and stdlib:  # `import math`: in the stdlib section, sorted
+        at = next((i for i, _, kind, mod in stdlib if kind == "from" or mod.lower() > name), stdlib[-1][0] + 1)
+        if at == stdlib[0][0]:
+            new = new.with_changes(leading_lines=body[at].leading_lines)
+            body[at] = body[at].with_changes(leading_lines=[])
+        body.insert(at, new)
+        return module.with_changes(body=body)
+    if name in sys.stdlib_module_names and imports and imports[0][1] != "future":  # a stdlib section of its own
+        at = imports[0][0]
+        new = new.with_changes(leading_lines=body[at].leading_lines)
+        body[at] = _blank_lead(body[at].with_changes(leading_lines=[]), 1)
+        body.insert(at, new)
+        return module.with_changes(body=body)
     third = [x for x in imports if x[1] == "third"]
     local = [x for x in imports if x[1] == "local"]
     if third:  # straight imports first, sorted; then the from imports

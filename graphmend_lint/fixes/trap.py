@@ -20,6 +20,7 @@ import json
 import libcst as cst
 
 from ..analysis import tables as T
+from ..analysis.bindings import dotted
 from .fix import Refused
 from .syntax import code
 
@@ -149,6 +150,7 @@ class Tensorize:
         # and the missing proof is recorded (the caller makes the fix unsafe)
         self.allow_unproved = allow_unproved
         self.missing: list[str] = []
+        self.number_attrs: frozenset[str] = frozenset()  # `self.x` proved a Python number (analysis.number_attrs)
 
     def name(self, qualified: str) -> str:
         spelled, needs = self.spell(qualified)
@@ -195,6 +197,9 @@ class Tensorize:
         """A trace-time value that is a number, not a shape or a sequence."""
         if depth > 5:
             return False
+        name = dotted(node) if isinstance(node, cst.Attribute) else None
+        if name is not None and name.startswith("self.") and name[5:] in self.number_attrs:
+            return True
         if isinstance(node, cst.Name) and node.value in self.facts.assigned:
             values = self.facts.assigned[node.value]
             if values.count(None) != self._shape_unpacks(node.value):

@@ -46,6 +46,7 @@ class Finding:
     fix_range: tuple[int, int, int, int] = (0, 0, 0, 0)  # span of `node`, the replaced node
     # The fix as text edits (engine.WANT_EDITS): [{"content", "location", "end_location"}], 1-based
     edits: list | None = field(default=None, compare=False)
+    imports: tuple = field(default=(), compare=False)  # other modules the fix needs (`import math`)
 
     @property
     def sort_key(self) -> tuple:
@@ -183,9 +184,10 @@ class GraphMendRule(LintRule):
             node = fix.node
         if not self.settings.selects(self.CODE) or self.ignore_lint(node):
             return
-        replacement, safety, needs_torch_import = None, Safety.NONE, False
+        replacement, safety, needs_torch_import, imports = None, Safety.NONE, False, ()
         if fix is not None:
             replacement, safety, needs_torch_import = fix.replacement, fix.applicability, fix.needs_torch_import
+            imports = fix.imports
         if replacement is not None and getattr(self, "generated", None) is not None and not self.settings.fix_generated:
             message, replacement = f"{message}; {conventions.no_fix_reason(self.generated)}", None
         if replacement is None:
@@ -199,10 +201,10 @@ class GraphMendRule(LintRule):
         self.findings.append(
             Finding(self.CODE, self.name, pos.start.line, pos.start.column, pos.end.line, pos.end.column,
                     message, safety, node, replacement, needs_torch_import,
-                    (span.start.line, span.start.column, span.end.line, span.end.column))
+                    (span.start.line, span.start.column, span.end.line, span.end.column), imports=imports)
         )
         # Fixit applies every replacement it is given: hand it only what is allowed here.
         allowed = safety is Safety.SAFE or (safety is Safety.UNSAFE and self.settings.unsafe_fixes)
-        if needs_torch_import and not self.settings.can_add_imports:
+        if (needs_torch_import or imports) and not self.settings.can_add_imports:
             allowed = False
         super().report(node, message, position=pos, replacement=replacement if allowed else None)  # type: ignore[arg-type]

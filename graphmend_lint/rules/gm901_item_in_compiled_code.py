@@ -94,6 +94,6 @@ class ItemInCompiledCodeRule(base.GraphMendRule):
         if attr is None or node.args or X.chain_has(attr.value, "numpy"):
             return  # `.numpy().item()` is GM903's
         v = X.value(self, node, attr.value)
-        if v is None or v.kind == "static" and not v.numpy or X.in_branch_test(node, self.parent, asserts=False):
+        if v is None or v.kind == "static" and not v.numpy or X.in_branch_test(node, self.parent):
             return  # a numpy value's `.item()` breaks too (GB0033, measured): kept
         self.report(node, self.MESSAGE)

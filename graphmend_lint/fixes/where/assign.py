@@ -18,6 +18,7 @@ from .after import After, alias_of, later_than, rebind_proofs
 from .branches import arms, comments, refusal_of, return_after, without_logging
 from .flow import bound_before, live_after, none_here
 from .proof import Prover
+from .quiet import ONLY_LOGGED
 from .rewrite import guarded, index_guarded
 from .values import breaks_on
 from .verdict import EAGER_ONLY, GapKind, Verdict
@@ -127,8 +128,7 @@ class _Plan:
         """Each arm: setup assignments, then results (assignments) or a final return."""
         self.bodies = [without_logging(self.prover, self.v, body_statements(body)) for _, body in self.arms]
         if not any(self.bodies):
-            self._refuse("the branches hold only side effects that GM2xx guards (print, logging, warnings); "
-                         "guard the whole `if` with `not torch.compiler.is_compiling()` to keep it out of the graph")
+            self._refuse(ONLY_LOGGED)
         self.has_else = self.arms[-1][0] is None
         self.returns = [bool(b) and isinstance(b[-1], cst.Return) for b in self.bodies]
         if any(self.returns) and not (all(self.returns) and self.has_else):

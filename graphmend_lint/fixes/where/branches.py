@@ -78,6 +78,13 @@ def return_after(prover: Prover, v: Verdict, node: cst.If) -> list:
 LOGGED_IN_EAGER = "runs in eager only, as GM2xx guards it"
 
 
+def own_guard(prover: Prover, stmt: cst.CSTNode) -> bool:
+    """`stmt` is an `if` that never runs under compile and has no `else` (the GM2xx guard
+    `if not torch.compiler.is_compiling(): ...`, or a test short-circuited by it): a fix treats it as
+    absent under compile, so fixes compose."""
+    return isinstance(stmt, cst.If) and stmt.orelse is None and prover.ff.compile_const(stmt.test, strict=True) is False
+
+
 def without_logging(prover: Prover, v: Verdict, stmts: list) -> list:
     """A branch's statements less its print/logging/warnings calls: under compile those do not run
     (GM2xx guards them the same way), so they are left out of the compiled form. Eager keeps them:
@@ -85,6 +92,13 @@ def without_logging(prover: Prover, v: Verdict, stmts: list) -> list:
     showing = After(prover.rule, (0, 0), prover.func).showing
     kept = []
     for s in stmts:
+        if own_guard(prover, s):  # `if not torch.compiler.is_compiling(): ...`: absent under compile
+            why = f"`if {code(s.test)}: ...` {LOGGED_IN_EAGER}"
+            if why not in v.missing:
+                v.missing.append(why)
+                v.logged.append(why)
+            prover.checks[why] = EAGER_ONLY
+            continue
         call = s.value if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) else None
         shown = showing(call) if call is not None else None
         if shown is None or shown[0]:  # not shown, or only formatted into text

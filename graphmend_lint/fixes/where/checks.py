@@ -95,6 +95,10 @@ class Checks(Values):
         compile-only form can check it instead of refusing. (missing proof, check) or None."""
         op, recv, rest = self.op_name(call)
         name = dotted(recv) if recv is not None else None
+        if name is None and recv is not None:  # `h.abs().amax()`: a shape-keeping chain of `h`
+            chain = self.chain(recv)
+            name = chain.base if chain is not None else None
+            recv = cst.Name(name) if name is not None else recv
         if name is None or op not in T.RAISES_ON_EMPTY | T.WARNS_ON_EMPTY or op not in T.REDUCTIONS:
             return None
         if op in T.WARNS_ON_EMPTY and (rest or call.args and self.b.qualify(call.func) is None):

@@ -8,13 +8,19 @@ from ..safety import Safety
 from .assign import plan
 from .compiled import build, checked_note
 from .proof import Prover
+from . import noop, quiet
 
 
 def fix_if(rule, node: cst.If, func: cst.FunctionDef) -> Fix | NoFix:
     """The torch.where fix of a tensor `if`: the short form when it is exact in eager too, else the
     compile-only form (safe when every missing proof is checked while tracing)."""
+    masked = noop.fix(rule, node, func)  # a guard that only skips a no-op masked update
+    if masked is not None:
+        return masked
     prover = Prover(rule, node, func)
     verdict, replacement = plan(prover, node)
+    if verdict.refuse == quiet.ONLY_LOGGED:
+        return quiet.fix(Prover(rule, node, func), node)
     if verdict.refuse or replacement is None:
         return NoFix(verdict.refuse)
     if isinstance(replacement, list):

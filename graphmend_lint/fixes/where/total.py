@@ -102,7 +102,7 @@ class Totality(Checks):
     def evaluated_first(self) -> set[str]:
         """Calls in the part of the test that always runs (before any `and`/`or`), as source."""
         test = getattr(self.node, "test", None)
-        if test is None:
+        if test is None or getattr(self, "test_skipped", False):  # quiet.py: the fix skips the test itself
             return set()
         while isinstance(test, cst.BooleanOperation):
             test = test.left

@@ -131,11 +131,18 @@ class Values:
             return True  # guarded by a static dtype test; the fixes we make keep the dtype
         if self.ff.value(node).dtype == "float":
             return True
-        if isinstance(node, cst.Name) and node.value not in self.ff.params and node.value not in seen:
-            # every assignment is floating, or a dtype-keeping chain of the name itself (`h = h * 2`)
+        active = self.__dict__.setdefault("_float_active", set())
+        if isinstance(node, cst.Name) and node.value not in self.ff.params and node.value not in seen \
+                and node.value not in active:
+            # every assignment is floating, or a dtype-keeping chain of the name itself (`h = h * 2`);
+            # `active`: a chain's number arguments may ask about the name again (`finfo(h.dtype)`)
             values = self.ff.assigned.get(node.value, [])
             seen = seen | {node.value}
-            return bool(values) and all(v is not None and self._float_value(v, node.value, seen) for v in values)
+            active.add(node.value)
+            try:
+                return bool(values) and all(v is not None and self._float_value(v, node.value, seen) for v in values)
+            finally:
+                active.discard(node.value)
         return False
 
     def _float_value(self, value: cst.BaseExpression, name: str, seen: frozenset) -> bool:

@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+import libcst as cst
+from fixit import Invalid, Valid
+from libcst.metadata import PositionProvider
+
+from ..analysis import numpy_values as NV
+from ..fixes import NoFix, numpy_math
+from . import base
+
+CONVERSIONS = {"int", "float", "bool"}
+
+
+class NumpyValueInCompiledCodeRule(base.GraphMendRule):
+    """
+    ## What it does
+    Finds tests and conversions of NumPy values in code that runs under `torch.compile`: an
+    `if`/`while`/ternary/`assert` test, or `int()`/`float()`/`bool()`, on a value computed by a
+    NumPy function (`np.lcm`, `np.sqrt`, ...), even from Python numbers, directly, through local
+    names, or returned by a same-file helper (reformer's `_get_least_common_mult_chunk_len`).
+
+    ## Why it breaks the graph
+    Dynamo traces NumPy code as tensors (`torch._numpy`), also on Python numbers: the value of
+    `np.lcm(self.a, self.b)` is a 0-d tensor while tracing, so a Python-truth test or a conversion
+    of it is data-dependent. Measured on torch 2.13 (eager backend, Dynamo's graph_breaks log):
+    `lcm = np.lcm(a, b)` then `if x.shape[-1] % lcm != 0:` is 1 break ("Data-dependent
+    branching"), `if np.sqrt(self.d) > 1.5:` 1 break, `int(np.lcm(a, b))` 1 break; the same code
+    with `math.lcm`/`math.sqrt` runs in one graph. A NumPy value used only in arithmetic with
+    tensors (`x / np.sqrt(d)`) or as a size does not break and is not reported. `np.random`
+    draws are GM910's.
+
+    ## Example
+    ```python
+    def chunk_len(config):
+        return np.lcm(config.lsh_chunk, config.local_chunk)
+
+    class Model(nn.Module):
+        def forward(self, x):
+            lcm = chunk_len(self.config)
+            if x.shape[-1] % lcm != 0:
+                x = nn.functional.pad(x, (0, lcm - x.shape[-1] % lcm))
+            return x
+    ```
+
+    ## Fix
+    Under compile, the NumPy call becomes its `math` equivalent when its arguments are Python
+    numbers, checked while tracing; eager runs the NumPy call unchanged:
+    ```python
+    return (
+        math.lcm(config.lsh_chunk, config.local_chunk)
+        if torch.compiler.is_compiling()
+        and isinstance(config.lsh_chunk, int)
+        and isinstance(config.local_chunk, int)
+        else np.lcm(config.lsh_chunk, config.local_chunk)
+    )
+    ```
+    `import math` is added when the file does not import it.
+
+    ## Fix safety
+    Safe for `lcm`, `gcd` (ints), `prod` (a list or tuple of ints), `sqrt` (a number >= 0:
+    `math.sqrt` raises on a negative one where NumPy gives nan; both are correctly rounded),
+    `floor`/`ceil` (a finite number, as `float(math.floor(a))`: NumPy returns a float): the same
+    number. Under compile the value is then a Python number where the original had a NumPy value
+    traced as a tensor; only code that checks its type (`isinstance(v, np.integer)`) tells them
+    apart. When a check fails while tracing, the original NumPy call runs (the break stays).
+    Unsafe for `log`, `log2`, `log10`, `exp`: libm and torch's kernels may differ in the last bit.
+
+    ## When no fix is offered
+    Other NumPy functions, arguments that are not names, attributes or numbers (they would be
+    evaluated twice), keyword arguments.
+    """
+
+    CODE = "GM915"
+    NAME = "numpy-value-in-compiled-code"
+    FIX = "sometimes"
+    MESSAGE = ("{what} on a NumPy value breaks the graph: Dynamo traces NumPy values as tensors, and this one "
+               "comes from `{call}` (line {line}); compute it with Python numbers (`math`)")
+
+    VALID = [
+        Valid(
+            """
+            import math
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    lcm = math.lcm(self.a, self.b)
+                    if x.shape[-1] % lcm != 0:
+                        x = x + 1
+                    return x / np.sqrt(self.d)
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import math
+
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    lcm = np.lcm(self.a, self.b)
+                    if x.shape[-1] % lcm != 0:
+                        x = x + 1
+                    return x
+            """,
+            expected_replacement="""
+            import math
+
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    lcm = math.lcm(self.a, self.b) if torch.compiler.is_compiling() and isinstance(self.a, int) and isinstance(self.b, int) else np.lcm(self.a, self.b)
+                    if x.shape[-1] % lcm != 0:
+                        x = x + 1
+                    return x
+            """,
+        ),
+        Invalid(
+            """
+            import numpy as np
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    if np.sin(self.a) > 0.5:
+                        x = x + 1
+                    return x
+            """
+        ),
+    ]
+
+    def _check(self, node: cst.CSTNode, expr: cst.BaseExpression, what: str) -> None:
+        func = self.compiled_function(node)
+        if func is None or not self.facts.function(func).value(expr).numpy:
+            return
+        found = NV.sources(self.facts, func, expr)
+        if not found:
+            return
+        holder, call = found[0]
+        outcome = None
+        for _, c in found:
+            got = numpy_math.fix(self, c, NV.numpy_call(self.facts.bindings, c))
+            if not isinstance(got, NoFix):
+                outcome, call = got, c
+                break
+            outcome = outcome or got
+        line = self.get_metadata(PositionProvider, call).start.line
+        head = self.MESSAGE.format(what=what, call=f"{self.facts.bindings.qualify(call.func).replace('numpy.', 'np.')}(...)",
+                                   line=line)
+        self.report_fix(node, head, outcome, at=expr)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check(node, node.test, "`if`")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node, node.test, "`while`")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if not NV.compile_branch(self.facts.bindings, node):
+            self._check(node, node.test, "a conditional expression")
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._check(node, node.test, "`assert`")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in CONVERSIONS and len(node.args) == 1 \
+                and self.facts.bindings.qualify(node.func) is None and not node.args[0].star:
+            self._check(node, node.args[0].value, f"`{node.func.value}()`")
