@@ -1,0 +1,117 @@
+"""Issue 24: a fix changes nothing but the break.
+
+The random stream: a LayerDrop / random-transform fix (`draw < p` decided while tracing when
+p <= 0.0) must keep every draw, in order, in eager and compiled code. AOTAutograd drops a draw
+whose value is unused (`aot_eager`, and inductor without `fallback_random`), which shifts every later
+random number; the fixed code keeps it alive. Measured here: the original in eager against the
+fixed code compiled, same seed, with random ops after the site (dropout, a further `torch.rand`).
+"""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from fixture_io import FIXTURES
+from harness import load
+from torch._dynamo.testing import CompileCounterWithBackend
+
+TRANSFORM = FIXTURES / "GM101" / "invalid_random_transform.py"
+LAYERDROP = FIXTURES / "GM104" / "invalid_layerdrop_encoder.py"
+
+
+def _load(path, tag):
+    return load(path, f"fid_{tag}_{path.parent.name}_{path.stem.replace('.', '_')}")
+
+
+def _fixed(path):
+    return path.with_name(path.stem + ".fixed.py")
+
+
+def _run(model, x, seed, backend=None, calls=3):
+    """Outputs of a few calls, then the next random number drawn after them, and the graphs made."""
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend(backend) if backend else None
+    run = torch.compile(model, backend=counter) if counter else model
+    torch.manual_seed(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outs = [run(x) for _ in range(calls)]
+    after = torch.rand(4)
+    torch._dynamo.reset()
+    return outs, after, counter.frame_count if counter else 0
+
+
+class _Dropping(torch.nn.Module):
+    """LayerDrop around layers with dropout after each: later random numbers depend on every draw."""
+
+    def __init__(self, module, layerdrop):
+        super().__init__()
+        self.inner = module.Encoder(layerdrop)
+        for i, layer in enumerate(self.inner.layers):
+            self.inner.layers[i] = torch.nn.Sequential(layer, torch.nn.Dropout(0.5))
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def _models(case):
+    torch.manual_seed(0)
+    if case is LAYERDROP:
+        orig, fixed = _Dropping(_load(case, "o"), 0.0), _Dropping(_load(_fixed(case), "f"), 0.0)
+    else:
+        orig, fixed = _load(case, "o").Model(), _load(_fixed(case), "f").Model()
+    fixed.load_state_dict(orig.state_dict())
+    return orig, fixed
+
+
+def _same(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("case", [TRANSFORM, LAYERDROP], ids=lambda p: p.stem)
+def test_random_stream_kept_under_aot_eager(case, train):
+    """aot_eager with its defaults (no fallback_random): equal outputs and the same next random
+    numbers as the eager original, and the break gone (one graph per call site)."""
+    orig, fixed = _models(case)
+    orig.train(train), fixed.train(train)
+    x = torch.randn(2, 8)
+    for seed in (1, 2):
+        want, want_after, _ = _run(orig, x, seed)
+        got, got_after, graphs = _run(fixed, x, seed, "aot_eager")
+        assert _same(want, got) and torch.equal(want_after, got_after), (seed, want_after, got_after)
+        if train or case is TRANSFORM:
+            assert graphs == 1
+
+
+def test_dropped_draw_would_shift_the_stream():
+    """The hazard the kept draw answers: the earlier form, `not (is_compiling() and p <= 0.0)`, lets
+    AOTAutograd drop the draw, and the compiled run's later random numbers differ."""
+    text = _fixed(TRANSFORM).read_text(encoding="utf-8")
+    start = text.index(" and torch._assert_async(")
+    old = text[:start] + ")" + text[text.index(" is None)", start) + len(" is None)"):]
+    path = TRANSFORM.with_name("_dropped_draw.py")
+    path.write_text(old, encoding="utf-8")
+    try:
+        torch.manual_seed(0)
+        orig, dropped = _load(TRANSFORM, "o2").Model(), _load(path, "d").Model()
+        dropped.load_state_dict(orig.state_dict())
+        x = torch.randn(2, 8)
+        _, want_after, _ = _run(orig, x, 1)
+        _, got_after, _ = _run(dropped, x, 1, "aot_eager")
+        assert not torch.equal(want_after, got_after)
+    finally:
+        path.unlink()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [TRANSFORM, LAYERDROP], ids=lambda p: p.stem)
+def test_random_stream_kept_under_inductor_fallback_random(case):
+    """Inductor reproduces eager's random numbers only with `fallback_random`: then the same."""
+    orig, fixed = _models(case)
+    x = torch.randn(2, 8)
+    want, want_after, _ = _run(orig.train(), x, 1)
+    with torch._inductor.config.patch(fallback_random=True):
+        got, got_after, graphs = _run(fixed.train(), x, 1, "inductor")
+    assert _same(want, got) and torch.equal(want_after, got_after) and graphs == 1
