@@ -115,3 +115,50 @@ def test_random_stream_kept_under_inductor_fallback_random(case):
     with torch._inductor.config.patch(fallback_random=True):
         got, got_after, graphs = _run(fixed.train(), x, 1, "inductor")
     assert _same(want, got) and torch.equal(want_after, got_after) and graphs == 1
+
+
+# -- no no-op patches ---------------------------------------------------------------------------
+
+NOOP = {
+    "GM104/invalid_layerdrop_guarded.py": ("GM104", "already keeps `self.layerdrop <= 0.0` away"),
+    "GM101/invalid_random_flip_default.py": ("GM101", "`self.p` defaults to 0.5"),
+    "GM202/invalid_compile_only_else.py": ("GM202", "runs only under torch.compile"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOOP))
+def test_no_fix_that_leaves_the_trace_unchanged(name):
+    """A guard that Dynamo would trace the same way as the original (an enclosing test already
+    excludes p <= 0.0, a default above 0.0, a warning that runs only compiled) is not offered."""
+    from graphmend_lint import engine
+    from graphmend_lint.settings import Settings
+    code, why = NOOP[name]
+    findings = [f for f in engine.check((FIXTURES / name).read_bytes(), Settings(unsafe_fixes=True)).findings if f.code == code]
+    assert findings and all(f.replacement is None and why in f.message for f in findings)
+
+
+# -- imports --------------------------------------------------------------------------------------
+
+def test_fixed_package_still_imports_without_torch(tmp_path):
+    """`check --fix` on a package whose helper module has no torch import (diffusers'
+    deprecation_utils.py): the helper is still importable where `import torch` fails."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "helpers.py").write_text(
+        "import warnings\n\n\ndef deprecate(name, message):\n"
+        "    warnings.warn(f\"{name} is deprecated: {message}\", FutureWarning, stacklevel=2)\n", encoding="utf-8")
+    (pkg / "model.py").write_text(
+        "from torch import nn\n\nfrom .helpers import deprecate\n\n\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        deprecate(\"x\", \"use y\")\n        return x + 1\n", encoding="utf-8")
+    before = (pkg / "helpers.py").read_text(encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "graphmend_lint", "check", "--no-cache", "--fix", "--exit-zero", "pkg"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert "GM203" in run.stdout and "importable without torch" in run.stdout, run.stdout + run.stderr
+    assert (pkg / "helpers.py").read_text(encoding="utf-8") == before
+    no_torch = "import sys; sys.modules['torch'] = None; import pkg.helpers; print('ok')"
+    out = subprocess.run([sys.executable, "-c", no_torch], cwd=tmp_path, capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr

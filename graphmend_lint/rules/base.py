@@ -48,11 +48,11 @@ class Finding:
 _house_last: tuple[cst.Module, tuple] | None = None
 
 
-def _house(module: cst.Module) -> tuple[str | None, str | None]:
-    """(generated_from, guard helper) of `module`, computed once for all the rules of a visit."""
+def _house(module: cst.Module) -> tuple[str | None, str | None, bool]:
+    """(generated_from, guard helper, torch-free) of `module`, computed once for all the rules of a visit."""
     global _house_last
     if _house_last is None or _house_last[0] is not module:
-        _house_last = (module, (house.generated_from(module), house.guard_helper(module)))
+        _house_last = (module, (house.generated_from(module), house.guard_helper(module), house.torch_free(module)))
     return _house_last[1]
 
 
@@ -78,6 +78,7 @@ class GraphMendRule(LintRule):
         self.facts = analysis.facts_for(node, self.settings.compiled_scope)
         self.generated = _house(node)[0]
         self.guard_helper = _house(node)[1]
+        self.torch_free = _house(node)[2]
 
     # -- context helpers -----------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -160,6 +161,8 @@ class GraphMendRule(LintRule):
             replacement, safety, needs_torch_import = fix.replacement, fix.applicability, fix.needs_torch_import
         if replacement is not None and getattr(self, "generated", None) is not None and not self.settings.fix_generated:
             message, replacement = f"{message}; {house.no_fix_reason(self.generated)}", None
+        if replacement is not None and needs_torch_import and getattr(self, "torch_free", False):
+            message, replacement, needs_torch_import = f"{message}; no fix: {house.TORCH_FREE}", None, False
         if replacement is None:
             safety = Safety.NONE
         if isinstance(at, cst.BooleanOperation) and self.facts is not None:  # training-only breaks say so

@@ -28,8 +28,9 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ...analysis import context
-from ..fix import Elsewhere, Fix
+from ..fix import Elsewhere, Fix, NoFix
 from ..syntax import code, flatten
+from .noop import no_fix_reason
 
 
 def _draw(rule, ff, node: cst.BaseExpression) -> bool:
@@ -119,7 +120,7 @@ class Done(enum.Enum):
     FIXED = "fixed already"  # the test is decided while tracing when the probability is 0.0
 
 
-def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | Elsewhere | Done | None:
+def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix | Elsewhere | Done | None:
     """The LayerDrop fix of `node` when its test has that form: a `Fix`, an `Elsewhere` (the fix is
     at the binding the test reads), Done.FIXED (nothing to report), or None when it has not that form."""
     if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
@@ -130,6 +131,9 @@ def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | Elsewher
     if got is None:
         return _fix_binding(rule, node, func)
     test, prob, needs = got
+    noop = no_fix_reason(rule, node, node.test, prob)
+    if noop is not None:
+        return NoFix(noop)
     return Fix(node.with_changes(test=test), title=message(prob), needs_torch_import=needs)
 
 
@@ -182,7 +186,7 @@ def _only_tested(rule, func: cst.FunctionDef, name: str, binding: cst.CSTNode) -
     return tests if ok else None
 
 
-def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | Elsewhere | Done | None:
+def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix | Elsewhere | Done | None:
     """`skip = self.training and dropout_probability < self.layerdrop`, then `if not skip or synced:`
     (wav2vec2 and its family): the guard goes into the binding, which decides every test of it."""
     ff = rule.facts.function(func)
@@ -198,6 +202,9 @@ def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix |
         if not tests:
             continue
         test, prob, needs = got
+        noop = no_fix_reason(rule, assign, assign.value, prob)
+        if noop is not None:
+            return NoFix(noop) if tests[0] is node else Elsewhere(f"no fix: {noop}")
         line = rule.get_metadata(PositionProvider, assign).start.line
         if tests[0] is not node:  # one fix, on the first test reading the binding
             return Elsewhere(f"{message(prob)} (fixed at the binding of `{n.value}`, line {line})")
