@@ -162,3 +162,58 @@ def test_fixed_package_still_imports_without_torch(tmp_path):
     no_torch = "import sys; sys.modules['torch'] = None; import pkg.helpers; print('ok')"
     out = subprocess.run([sys.executable, "-c", no_torch], cwd=tmp_path, capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+# -- messages kept under compile; validation-fixes ---------------------------------------------
+
+VALIDATION = '''import torch
+from torch import nn
+
+
+class Normalize(nn.Module):
+    """torchvision's normalize: the dtype is formattable inside a graph, the tensor value is not."""
+
+    def forward(self, x, std):
+        dtype = x.dtype
+        if (std == 0).any():
+            raise ValueError(f"std evaluated to zero after conversion to {dtype}, leading to division by zero.")
+        assert (x < 100).all(), f"input too large: max={x.max()}"
+        return x / std
+'''
+
+
+def _fixed_module(source: str, tmp_path, name: str, **settings):
+    from graphmend_lint import engine
+    from graphmend_lint.settings import Settings
+    result = engine.check(source.encode(), Settings(can_add_imports=True, **settings), fix=True)
+    path = tmp_path / f"{name}.py"
+    path.write_bytes(result.source)
+    return result, _load(path, name)
+
+
+def test_compiled_messages_keep_literal_parts_and_name_what_they_cannot_show(tmp_path):
+    result, mod = _fixed_module(VALIDATION, tmp_path, "validation")
+    assert result.fixed == 2, result.source.decode()
+    model = mod.Normalize()
+    x = torch.ones(3)
+    with pytest.raises(ValueError, match="to torch.float32, leading"):  # eager: the original
+        model(x, torch.zeros(3))
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="aot_eager")
+    with pytest.raises(RuntimeError, match=r"conversion to torch.float32, leading to division by zero\."):
+        compiled(x, torch.zeros(3))
+    torch._dynamo.reset()
+    with pytest.raises(RuntimeError, match=r"input too large: max=<x.max\(\): not available under torch.compile>"):
+        compiled(x * 1000, torch.ones(3))
+    torch._dynamo.reset()
+
+
+def test_validation_fixes_setting_makes_gm3_fixes_unsafe():
+    from graphmend_lint import engine
+    from graphmend_lint.settings import Settings, from_table
+    assert from_table({"validation-fixes": "unsafe"}).validation_fixes == "unsafe"
+    default = engine.check(VALIDATION.encode(), Settings(unsafe_fixes=True)).findings
+    unsafe = engine.check(VALIDATION.encode(), Settings(unsafe_fixes=True, validation_fixes="unsafe")).findings
+    assert {f.safety for f in default if f.code.startswith("GM3")} == {engine.Safety.SAFE}
+    assert {f.safety for f in unsafe if f.code.startswith("GM3")} == {engine.Safety.UNSAFE}
+    assert all("RuntimeError (CPU) or a device-side assert (CUDA)" in f.message for f in unsafe if f.code.startswith("GM3"))

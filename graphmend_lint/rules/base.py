@@ -56,6 +56,10 @@ def _house(module: cst.Module) -> tuple[str | None, str | None, bool]:
     return _house_last[1]
 
 
+VALIDATION_UNSAFE = ("unsafe fix (`validation-fixes = \"unsafe\"`): under torch.compile a failed check raises "
+                     "RuntimeError (CPU) or a device-side assert (CUDA), not the original exception")
+
+
 class GraphMendRule(LintRule):
     CODE: ClassVar[str] = ""
     NAME: ClassVar[str] = ""  # kebab-case, e.g. "print-in-compiled-code"
@@ -165,6 +169,8 @@ class GraphMendRule(LintRule):
             message, replacement, needs_torch_import = f"{message}; no fix: {house.TORCH_FREE}", None, False
         if replacement is None:
             safety = Safety.NONE
+        if safety is Safety.SAFE and self.CODE.startswith("GM3") and self.settings.validation_fixes == "unsafe":
+            safety, message = Safety.UNSAFE, f"{message}; {VALIDATION_UNSAFE}"
         if isinstance(at, cst.BooleanOperation) and self.facts is not None:  # training-only breaks say so
             func = self.function_of(at)
             if func is not None:
