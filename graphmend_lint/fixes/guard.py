@@ -34,6 +34,8 @@ def refusal(call: cst.Call, parent) -> str | None:
     return None
 
 
+# GM202/GM203: Dynamo cannot defer a Logger method or warnings.warn itself (measured on torch 2.13)
+DROPPED = "under torch.compile the guarded call is skipped, so its message is dropped there; eager keeps it"
 TITLE = "guard it with `not torch.compiler.is_compiling()`"
 
 
