@@ -55,12 +55,17 @@ class _Dropping(torch.nn.Module):
         return self.inner(x)
 
 
+def _with_dropout(model):
+    """A random op after the site: its mask depends on every earlier draw."""
+    return torch.nn.Sequential(model, torch.nn.Dropout(0.5))
+
+
 def _models(case):
     torch.manual_seed(0)
     if case is LAYERDROP:
         orig, fixed = _Dropping(_load(case, "o"), 0.0), _Dropping(_load(_fixed(case), "f"), 0.0)
     else:
-        orig, fixed = _load(case, "o").Model(), _load(_fixed(case), "f").Model()
+        orig, fixed = _with_dropout(_load(case, "o").Model()), _with_dropout(_load(_fixed(case), "f").Model())
     fixed.load_state_dict(orig.state_dict())
     return orig, fixed
 
@@ -95,7 +100,7 @@ def test_dropped_draw_would_shift_the_stream():
     path.write_text(old, encoding="utf-8")
     try:
         torch.manual_seed(0)
-        orig, dropped = _load(TRANSFORM, "o2").Model(), _load(path, "d").Model()
+        orig, dropped = _with_dropout(_load(TRANSFORM, "o2").Model()), _with_dropout(_load(path, "d").Model())
         dropped.load_state_dict(orig.state_dict())
         x = torch.randn(2, 8)
         _, want_after, _ = _run(orig, x, 1)
