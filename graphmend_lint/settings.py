@@ -45,6 +45,8 @@ class Settings:
     # Speed-ups that change no result (runner.py): `check --no-prefilter` / `--no-skeleton` turn them off.
     prefilter: bool = True  # skip files without compiled code unparsed (prefilter.py)
     skeleton: bool = True  # lint-only runs parse the code rules can report on (skeleton.py)
+    # "unsafe": GM3xx validation fixes become unsafe (for code that catches the original exception)
+    validation_fixes: str = "safe"
 
     @property
     def excludes(self) -> tuple[str, ...]:
@@ -108,11 +110,17 @@ def _extra(s: Settings, table: dict) -> Settings:
     generated = table.get("fix-generated", False)
     if not isinstance(generated, bool):
         raise ConfigError("[tool.graphmend] fix-generated must be true or false")
+    validation = table.get("validation-fixes", "safe")
+    if validation not in VALIDATION_FIXES:
+        raise ConfigError(f"[tool.graphmend] validation-fixes must be one of {VALIDATION_FIXES}")
     return replace(s, extend_exclude=_as_tuple(table, "extend-exclude"), per_file_ignores=_per_file_ignores(table),
-                   respect_gitignore=gitignore, line_length=length, fix_generated=generated)
+                   respect_gitignore=gitignore, line_length=length, fix_generated=generated,
+                   validation_fixes=validation)
 
 
-EXTRA_KEYS = {"extend-exclude", "per-file-ignores", "respect-gitignore", "line-length", "fix-generated"}
+EXTRA_KEYS = {"extend-exclude", "per-file-ignores", "respect-gitignore", "line-length", "fix-generated",
+              "validation-fixes"}
+VALIDATION_FIXES = ("safe", "unsafe")
 
 
 _QUALIFIED = re.compile(r"[A-Za-z_*?\[][\w*?\[\]!-]*(\.[A-Za-z_*?\[][\w*?\[\]!-]*)*")

@@ -158,7 +158,7 @@ def _build(source: str, harness: str, tag: str):
 
 def _compiled_problem(source: str, fixed: str, harness: str, inputs: list) -> str | None:
     """The SAFE-fixed program compiled (aot_eager) against the original in eager: outputs, gradients
-    and module state on every input the original accepts (exceptions, logs and warnings differ by
+    and module state on every input the original accepts, and the random numbers drawn after the call (exceptions, logs and warnings differ by
     design under compile: GM3xx asserts raise RuntimeError, GM2xx guards skip logging)."""
     _, orig_fn, _ = _build(source, harness, "orig")
     _, fixed_fn, _ = _build(fixed, harness, "compiled")
@@ -167,12 +167,18 @@ def _compiled_problem(source: str, fixed: str, harness: str, inputs: list) -> st
     try:
         for i, args in enumerate(inputs):
             before = getattr(orig_fn, "calls", None), getattr(fixed_fn, "calls", None)
+            torch.manual_seed(1000 + i)
             o = _observe(orig_fn, args)
+            o_after = torch.rand(4)  # the random stream after the call: a fix keeps every draw
             if o.error is not None:
                 continue
+            torch.manual_seed(1000 + i)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 f = _observe(compiled, args)
+            f_after = torch.rand(4)
+            if not torch.equal(o_after, f_after):
+                return f"input {i}: compiled random stream differs (a draw was dropped or added)"
             state = [(getattr(fn, "calls", None), b) for fn, b in zip((orig_fn, fixed_fn), before)]
             deltas = [None if now is None else now - b for now, b in state]
             for what, a, b in (("exception", o.error, f.error), ("output", o.output, f.output),

@@ -252,7 +252,9 @@ class _Writer:
         draw = self.fresh("dropout_probability")
         form = self.c.pick(["continue", "to_drop", "joined"])
         self.features.add(f"layerdrop-{form}")
-        layer = self.c.pick(["h = h * 0.5 + 1", "h = self.proj(h)", "h = h + h.tanh()"])
+        layer = self.c.pick(["h = h * 0.5 + 1", "h = self.proj(h)", "h = h + h.tanh()",
+                             f"h = {{t}}.nn.functional.dropout(h, 0.5, self.training)"])
+        layer = self.fmt(layer) if "{t}" in layer else layer
         self.emit(indent, "for _ in range(2):")
         if form == "continue":
             self.emit(indent + 1, self.fmt(f"if self.training:\n    {draw} = {{t}}.rand([])\n"

@@ -158,6 +158,23 @@ def runs_only_in_eager(node: cst.CSTNode, parent: Parent, b: Bindings,
     return False
 
 
+def runs_only_compiled(node: cst.CSTNode, parent: Parent, b: Bindings) -> str | None:
+    """The test that makes `node` run only under torch.compile (the `else` of `if not
+    is_compiling():`, the body of `if is_compiling():`), or None. Only a test that is exactly the
+    compile check, or its `not`, counts: it is True under compile and False in eager."""
+    for child, up in ancestors(node, parent):
+        if isinstance(up, (cst.FunctionDef, cst.Lambda)):
+            return None
+        if isinstance(up, cst.If):
+            test, negated = up.test, False
+            while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, negated = test.expression, not negated
+            if is_compiling_check(test, b):
+                if child is (up.orelse if negated else up.body):
+                    return cst.Module([]).code_for_node(up.test)
+    return None
+
+
 def in_loop(node: cst.CSTNode, parent: Parent) -> bool:
     for child, up in ancestors(node, parent):
         if isinstance(up, (cst.FunctionDef, cst.Lambda)):

@@ -35,7 +35,7 @@ class FileContext:
         self._parents: dict | None = None
         self._positions: fastwalk.LazyPositions | None = None
         self._facts: ModuleFacts | None = None
-        self._conventions: tuple[str | None, str | None] | None = None
+        self._conventions: tuple[str | None, str | None, bool] | None = None
         self._codes: list[tuple[cst.Module, str]] = []
 
     @property
@@ -59,9 +59,10 @@ class FileContext:
             self._facts = ModuleFacts(self.module, self.settings.compiled_scope, self.ext)
         return self._facts
 
-    def _file_conventions(self) -> tuple[str | None, str | None]:
+    def _file_conventions(self) -> tuple[str | None, str | None, bool]:
         if self._conventions is None:
-            self._conventions = (conventions.generated_from(self.module), conventions.guard_helper(self.module))
+            self._conventions = (conventions.generated_from(self.module), conventions.guard_helper(self.module),
+                                 conventions.torch_free(self.module))
         return self._conventions
 
     @property
@@ -73,6 +74,11 @@ class FileContext:
     def guard_helper(self) -> str | None:
         """The local name of the project's compile-guard helper the file imports, if any."""
         return self._file_conventions()[1]
+
+    @property
+    def torch_free(self) -> bool:
+        """The module has no unconditional module-level `import torch` (a fix must not add one)."""
+        return self._file_conventions()[2]
 
     def code(self, module: cst.Module | None = None) -> str:
         """`module.code` (default: this file's module), generated once per module object: a fix's

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis import context
 from ..analysis.effects import side_effect
 from . import build
 from .fix import Fix, NoFix
@@ -11,6 +12,8 @@ NO_FIX_VALUE_USED = "its value is used, so it cannot be guarded as a statement"
 NO_FIX_SHARED_LINE = "it shares its line with other statements"
 NO_FIX_ONE_LINE_BODY = "it is the body of a one-line compound statement"
 NO_FIX_SIDE_EFFECT = "an argument has a side effect ({}) that compiled code would then skip"
+NO_FIX_COMPILE_ONLY = ("it runs only under torch.compile (the test `{}` chooses this arm), so a "
+                       "`not is_compiling()` guard would make it dead code")
 
 
 def refusal(call: cst.Call, parent) -> str | None:
@@ -31,12 +34,17 @@ def refusal(call: cst.Call, parent) -> str | None:
     return None
 
 
+# GM202/GM203: Dynamo cannot defer a Logger method or warnings.warn itself (measured on torch 2.13)
+DROPPED = "under torch.compile the guarded call is skipped, so its message is dropped there; eager keeps it"
 TITLE = "guard it with `not torch.compiler.is_compiling()`"
 
 
 def guard(rule, call: cst.Call) -> Fix | NoFix:
     """The guard fix of `call` (already known to be print/logging/warnings in compiled scope)."""
     reason = refusal(call, rule.parent)
+    only = context.runs_only_compiled(call, rule.parent, rule.facts.bindings) if reason is None else None
+    if only is not None:
+        reason = NO_FIX_COMPILE_ONLY.format(only)
     if reason is not None:
         return NoFix(reason)
     line = build.sole_statement_line(call, rule.parent)

@@ -91,8 +91,8 @@ def _fstring_parts(node: cst.BaseExpression) -> list[cst.FormattedStringExpressi
 
 def _size_derived(node: cst.CSTNode, facts, depth: int = 0) -> bool:
     """Reads a size (`x.shape`, `x.size()`, `numel()`, `len()`, or a name bound to one)."""
-    if isinstance(node, cst.Attribute) and node.attr.value == "shape":
-        return True
+    if isinstance(node, cst.Attribute):  # the attribute's own name is no variable (`x.dtype`)
+        return node.attr.value == "shape" or _size_derived(node.value, facts, depth)
     if isinstance(node, cst.Call):
         f = node.func
         name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
@@ -111,7 +111,19 @@ def formattable(part: cst.FormattedStringExpression, facts) -> bool:
     if part.conversion is not None or (part.format_spec and not all(
             isinstance(s, cst.FormattedStringText) for s in part.format_spec)):
         return False
-    return facts.value(part.expression).kind == "static" and not _size_derived(part.expression, facts)
+    return (facts.value(part.expression).kind == "static" or _dtype(part.expression, facts)) \
+        and not _size_derived(part.expression, facts)
+
+
+def _dtype(node: cst.BaseExpression, facts, depth: int = 0) -> bool:
+    """`x.dtype`, or a name bound only to one (torchvision's `dtype = tensor.dtype`): a constant
+    while tracing, which torch formats inside a graph (`torch.float32`)."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "dtype"
+    if isinstance(node, cst.Name) and depth < 3 and node.value in facts.assigned and node.value not in facts.params:
+        values = facts.assigned[node.value]
+        return bool(values) and all(v is not None and _dtype(v, facts, depth + 1) for v in values)
+    return False
 
 
 def compiled_message(node: cst.BaseExpression | None, facts) -> tuple[str | None, bool, str]:
@@ -129,8 +141,48 @@ def compiled_message(node: cst.BaseExpression | None, facts) -> tuple[str | None
     if not left_out and "\n" not in text:
         return text, True, ""
     names = ", ".join(f"`{{{code(p.expression)}}}`" for p in left_out[:3]) + (", ..." if len(left_out) > 3 else "")
-    return literal(value[0]), False, (f"; under compile the message keeps only its constant parts: torch cannot "
-                                      f"format {names} inside a graph (sizes and tensors)")
+    kept = _with_placeholders(node, facts)
+    return kept[0], kept[1], (f"; under compile the message keeps its constant parts, with a "
+                              f"`<... not available under torch.compile>` placeholder: torch cannot format {names} "
+                              "inside a graph (sizes and tensors)")
+
+
+UNAVAILABLE = "<not available under torch.compile>"
+
+
+def placeholder(part: cst.FormattedStringExpression) -> str:
+    """What the compiled message shows for a value it cannot format: `<x.max(): not available ...>`."""
+    name = code(part.expression)
+    if len(name) > 40 or any(c in name for c in "{}\\\"'\n"):
+        return UNAVAILABLE
+    return f"<{name}: {UNAVAILABLE[1:]}"
+
+
+def placeholder_text(node: cst.BaseExpression | None) -> str:
+    """The message's text with every f-string value replaced by its placeholder."""
+    if node is None:
+        return ""
+    if isinstance(node, cst.SimpleString):
+        return str(node.evaluated_value)
+    if isinstance(node, cst.FormattedString):
+        return "".join(_fstring_text(node, p) if isinstance(p, cst.FormattedStringText) else placeholder(p)
+                       for p in node.parts)
+    if isinstance(node, cst.ConcatenatedString):
+        return placeholder_text(node.left) + placeholder_text(node.right)
+    return ""
+
+
+def _with_placeholders(node: cst.BaseExpression, facts) -> tuple[str, bool]:
+    """(message source, whether it still formats values): a single f-string keeps the values torch
+    can format inside a graph and shows a placeholder for the others; anything else is a literal."""
+    if isinstance(node, cst.FormattedString) and "\n" not in code(node) and "\\" not in code(node):
+        keep = [p for p in node.parts if isinstance(p, cst.FormattedStringExpression) and formattable(p, facts)]
+        if keep:
+            parts = [p if not isinstance(p, cst.FormattedStringExpression) or p in keep
+                     else cst.FormattedStringText(placeholder(p).replace("{", "{{").replace("}", "}}"))
+                     for p in node.parts]
+            return code(node.with_changes(parts=parts)), True
+    return literal(placeholder_text(node)), False
 
 
 def is_constant_message(node: cst.BaseExpression | None) -> bool:

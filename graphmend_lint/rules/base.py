@@ -63,6 +63,10 @@ class FileContextProvider(BatchableMetadataProvider[FileContext]):
         return False
 
 
+VALIDATION_UNSAFE = ("unsafe fix (`validation-fixes = \"unsafe\"`): under torch.compile a failed check raises "
+                     "RuntimeError (CPU) or a device-side assert (CUDA), not the original exception")
+
+
 class GraphMendRule(LintRule):
     CODE: ClassVar[str] = ""
     NAME: ClassVar[str] = ""  # kebab-case, e.g. "print-in-compiled-code"
@@ -107,6 +111,11 @@ class GraphMendRule(LintRule):
     def guard_helper(self) -> str | None:
         """The local name of the project's compile-guard helper (analysis/conventions.py)."""
         return self._context().guard_helper
+
+    @property
+    def torch_free(self) -> bool:
+        """The module has no module-level `import torch` (analysis/conventions.py)."""
+        return self._context().torch_free
 
     # -- context helpers -----------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -190,8 +199,12 @@ class GraphMendRule(LintRule):
             imports = fix.imports
         if replacement is not None and getattr(self, "generated", None) is not None and not self.settings.fix_generated:
             message, replacement = f"{message}; {conventions.no_fix_reason(self.generated)}", None
+        if replacement is not None and needs_torch_import and self.torch_free:
+            message, replacement, needs_torch_import = f"{message}; no fix: {conventions.TORCH_FREE}", None, False
         if replacement is None:
             safety = Safety.NONE
+        if safety is Safety.SAFE and self.CODE.startswith("GM3") and self.settings.validation_fixes == "unsafe":
+            safety, message = Safety.UNSAFE, f"{message}; {VALIDATION_UNSAFE}"
         if isinstance(at, cst.BooleanOperation) and self.facts is not None:  # training-only breaks say so
             func = self.function_of(at)
             if func is not None:

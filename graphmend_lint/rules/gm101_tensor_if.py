@@ -76,13 +76,18 @@ class TensorIfRule(base.GraphMendRule):
 
     LayerDrop (`dropout_probability = torch.rand([])`, then `if self.training and
     dropout_probability < self.layerdrop:`) gets a guard before the draw's comparison:
-    `if self.training and not (torch.compiler.is_compiling() and self.layerdrop <= 0.0) and
+    `if self.training and not (torch.compiler.is_compiling() and self.layerdrop <= 0.0 and
+    torch._assert_async(dropout_probability < 1.0, "keeps the draw of torch.rand") is None) and
     dropout_probability < self.layerdrop:`. A draw of `torch.rand` lies in [0, 1), so with
     `layerdrop <= 0.0` (the default of every config) the test is False, and Dynamo decides it while
-    tracing; eager evaluates the test as before. The draw stays, so eager's random numbers are those
-    of the original, and compiled random ops equal eager's under
-    `torch._inductor.config.fallback_random = True` (the only setting where they do: without it
-    Inductor draws its own numbers, and AOTAutograd drops the unused draw). With a layerdrop above
+    tracing; eager evaluates the test as before. The random stream is kept on every backend: the
+    draw is still made, in the same place, and the always-true `_assert_async` uses it, because
+    AOTAutograd drops a draw whose value is unused (measured, torch 2.13 `aot_eager`: without it the
+    next random number after the site differs from eager's, so later dropout masks differ). The same
+    holds for random transforms (`if torch.rand(1) < self.p:`, torchvision), whose inline draw is
+    written in the guard too: eager, and compiled with any p, each draw exactly once. Compiled random
+    ops equal eager's under `aot_eager` and under Inductor with `torch._inductor.config.fallback_random
+    = True` (without it Inductor draws its own numbers, for any model). With a layerdrop above
     0.0 the graph still breaks there: the draw decides on every call which layers run, and neither
     `torch.where` (it would run every layer: its dropout draws and its parameters' zero gradients
     differ) nor `torch.cond` keeps that exact. `draw <= p` and `draw > p` are not rewritten (a draw

@@ -35,7 +35,7 @@ class TensorIfInLoopRule(base.GraphMendRule):
         to_drop = False
         if self.training:
             dropout_probability = torch.rand([])
-            if not (torch.compiler.is_compiling() and self.layerdrop <= 0.0) and dropout_probability < self.layerdrop:
+            if not (torch.compiler.is_compiling() and self.layerdrop <= 0.0 and torch._assert_async(dropout_probability < 1.0, "keeps the draw of torch.rand") is None) and dropout_probability < self.layerdrop:
                 to_drop = True
     ```
     A draw of `torch.rand` lies in [0, 1): with `layerdrop <= 0.0`, the default of every config, the
@@ -43,10 +43,10 @@ class TensorIfInLoopRule(base.GraphMendRule):
     decided without a graph break and the loop compiles. Eager evaluates the original test. Measured
     (torch 2.13 CPU, train mode, dropout in the layers): one graph instead of a skipped function, and
     forward and gradients equal to the eager original under aot_eager and inductor with
-    `torch._inductor.config.fallback_random = True`. The draw is kept, so eager's random numbers do
-    not change; without `fallback_random`, AOTAutograd drops the now unused draw and Inductor draws
-    its own numbers, so compiled dropout masks differ from eager's either way (as they do for any
-    compiled model with dropout).
+    `torch._inductor.config.fallback_random = True`, and the same later random numbers. The draw is
+    kept on every path: the always-true `torch._assert_async(draw < 1.0, ...)` uses it, because
+    AOTAutograd drops a draw whose value is unused (measured, torch 2.13 `aot_eager`: with the guard
+    alone the next random number after the site differs, so later dropout masks differ).
 
     The wav2vec2 family binds the outcome first and tests the name (transformers 5.x: hubert,
     data2vec-audio, unispeech, wavlm, nllb-moe, ...), sometimes with the draw inline:
@@ -62,12 +62,12 @@ class TensorIfInLoopRule(base.GraphMendRule):
     name; one finding carries the fix. Only when the name is read by tests alone (`if`, `while`,
     ternary tests, through `not`/`and`/`or`): under compile it becomes the Python value False where
     it was a 0-d bool tensor, which nothing else may see. In eager the `and` chain returns what it
-    returned before. An inline draw (`torch.rand([]) < p`) is not drawn under compile when the guard
-    decides; eager draws as before.
+    returned before. An inline draw (`torch.rand([]) < p`) is written in the guard's check too: each
+    path (eager, compiled with any p) draws once, in the same place.
 
     ## Fix safety
     The LayerDrop fix is safe: eager runs the same test, and the compiled path is exact (a draw is
-    never below 0.0). Where it stops: with `layerdrop > 0.0` the draw decides on every call which
+    never below 0.0) and keeps the draw. Where it stops: with `layerdrop > 0.0` the draw decides on every call which
     layers run, so the graph still breaks and Dynamo still skips the function (in eager, as before);
     an exact graph-friendly form would have to run every layer (`torch.where` over the layer's
     output: its dropout draws and its parameters' zero gradients differ) or trace both sides

@@ -205,7 +205,8 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
             if not finder.is_logger(func.value, compiled):
                 return
         name = dotted(func) or "logger." + func.attr.value  # type: ignore[union-attr]
-        message = f"`{name}()` in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()`"
+        message = (f"`{name}()` in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()` "
+                   f"({guard.DROPPED})")
         fix = guard.guard(self, node)
         if isinstance(fix, NoFix):
             self.report(node, f"{message} (no fix: {fix.reason})")

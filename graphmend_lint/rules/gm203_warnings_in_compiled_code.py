@@ -67,7 +67,8 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
     CODE = "GM203"
     NAME = "warnings-in-compiled-code"
     FIX = "safe"
-    MESSAGE = "`warnings.warn()` in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()`"
+    MESSAGE = ("`warnings.warn()` in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()` "
+               f"({guard.DROPPED})")
 
     VALID = [
         Valid(

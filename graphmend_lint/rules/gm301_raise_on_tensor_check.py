@@ -43,7 +43,7 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
                 if labels is not None and labels.max() >= self.config.vocab_size:
                     raise ValueError(f"Label values must be <= vocab_size: {self.config.vocab_size}")
             elif labels is not None:
-                torch._assert_async(torch.logical_not(labels.max() >= self.config.vocab_size), "Label values must be <= vocab_size: ")
+                torch._assert_async(torch.logical_not(labels.max() >= self.config.vocab_size), f"Label values must be <= vocab_size: {self.config.vocab_size}")
     ```
     `not torch.equal(a, b)` becomes a trace-time shape test (a mismatch raises the original
     exception) plus `(a == b).all()`, so broadcasting cannot make unequal shapes pass. Dtypes
@@ -53,7 +53,7 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
 
     Messages under compile: a constant message is kept; an f-string keeps its values when
     torch formats them inside the graph (dtypes, `dim()`, config numbers such as
-    `f"vocab_size: {self.config.vocab_size}"`), else only its constant parts
+    `f"vocab_size: {self.config.vocab_size}"`), else its constant parts with a placeholder for each value
     (`f"got {x.shape[0]}"` -> `"got "`: sizes would specialise dynamic shapes, tensors break the
     graph) and the finding says so. Eager runs keep the full message.
 
@@ -86,6 +86,14 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
     is lost (the error reads "CUDA error: device-side assert triggered"), it surfaces at a
     later synchronisation point, and the CUDA context is unusable afterwards: every later
     CUDA call fails until the process restarts. Do not rely on catching it.
+
+
+    The compiled message keeps every literal part and the f-string values torch formats inside
+    a graph (dtypes, config numbers); a value it cannot format (a size, a tensor) reads
+    `<x.max(): not available under torch.compile>`, so the message says what is missing. For
+    code that catches the original exception around compiled calls, `validation-fixes =
+    "unsafe"` in `[tool.graphmend]` makes every GM3xx fix unsafe (applied only with
+    `--unsafe-fixes`).
 
     ## When no fix is offered
     The finding is reported without a fix when: the `if` has an `elif`/`else` or is itself an
@@ -180,7 +188,7 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
                     elif mask.shape != expected.shape:
                         raise ValueError(f"bad mask {mask}")
                     else:
-                        torch._assert_async((mask == expected).all(), "bad mask ")
+                        torch._assert_async((mask == expected).all(), "bad mask <mask: not available under torch.compile>")
                     return mask
             """,
         ),
@@ -265,7 +273,7 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
                     "formatting is unknown and under compile RuntimeError is raised instead")
         msg, _, dropped = trap.compiled_message(message, tz.facts) if message is not None else ('""', False, "")
         if safety is base.Safety.UNSAFE:  # its formatting is unknown: the constant parts, as before
-            msg = trap.literal(trap.message_value(message)[0])  # type: ignore[index]
+            msg = trap.literal(trap.placeholder_text(message))
         else:
             note += dropped
         conjuncts = syntax.flatten(node.test, cst.And)

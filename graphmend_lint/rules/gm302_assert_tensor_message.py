@@ -38,13 +38,14 @@ class AssertTensorMessageRule(base.GraphMendRule):
         if not torch.compiler.is_compiling():
             assert (x >= 0).all(), f"negative input, min={x.min()}"
         else:
-            assert (x >= 0).all(), "negative input, min="
+            assert (x >= 0).all(), "negative input, min=<x.min(): not available under torch.compile>"
     ```
     An f-string message keeps its values under compile when torch can format them inside the
     graph (dtypes, `dim()`, config numbers; measured on torch 2.13): the compiled branch is then
     `torch._assert_async(<test>, f"...")`. Sizes (`x.shape[0]`, `tuple(x.shape)`) would
     specialise dynamic shapes (a recompile per size) and tensors or a `torch.Size` break the
-    graph, so such a message keeps its constant parts only (`f"min={x.min()}"` -> `"min="`),
+    graph, so such a message keeps its constant parts and names the value it cannot show
+    (`f"min={x.min()}"` -> `"min=<x.min(): not available under torch.compile>"`),
     and the finding says so; eager runs keep the full message. With `assert` in both branches,
     `python -O` still removes the check in both modes.
 
@@ -57,6 +58,14 @@ class AssertTensorMessageRule(base.GraphMendRule):
     On CUDA (not measured here) the compiled assertion is a device-side assert: the message
     is lost ("CUDA error: device-side assert triggered"), the error surfaces at a later
     synchronisation, and the CUDA context is unusable afterwards (the process must restart).
+
+
+    The compiled message keeps every literal part and the f-string values torch formats inside
+    a graph (dtypes, config numbers); a value it cannot format (a size, a tensor) reads
+    `<x.max(): not available under torch.compile>`, so the message says what is missing. For
+    code that catches the original exception around compiled calls, `validation-fixes =
+    "unsafe"` in `[tool.graphmend]` makes every GM3xx fix unsafe (applied only with
+    `--unsafe-fixes`).
 
     ## When no fix is offered
     When the assert shares its line with other statements; sits in a `try` block (its
@@ -107,7 +116,7 @@ class AssertTensorMessageRule(base.GraphMendRule):
                     if not torch.compiler.is_compiling():
                         assert (x >= 0).all(), f"negative input, min={x.min()}"
                     else:
-                        assert (x >= 0).all(), "negative input, min="
+                        assert (x >= 0).all(), "negative input, min=<x.min(): not available under torch.compile>"
                     return x.sqrt()
             """,
         ),
@@ -196,6 +205,7 @@ class AssertTensorMessageRule(base.GraphMendRule):
         if isinstance(test, cst.BooleanOperation) and not test.lpar and tz.kind(test.left) == "static":
             op = "and" if isinstance(test.operator, cst.And) else "or"  # the trace-time part stays Python
             if keeps:  # `assert` needs a constant message under compile
-                msg, note = trap.literal(value[0]), "; under compile the message keeps only its constant parts"
+                msg, note = trap.literal(trap.placeholder_text(node.msg)), (
+                    f"; under compile the message keeps its constant parts and shows `{trap.UNAVAILABLE}` for its values")
             return line, f"{trap.operand(test.left)} {op} {tz.truth(test.right)}", msg, False, note
         return line, tz.truth(test), msg, keeps, note

@@ -44,7 +44,7 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
     captures as a graph assertion (and which `python -O` removes, like `torch._assert`
     itself). An f-string message whose values torch formats inside the graph (dtypes, `dim()`,
     config numbers) is kept whole, with `torch._assert_async(t, f"...")`; one with sizes or
-    tensors keeps its constant parts only under compile, and the finding says so. A missing
+    tensors keeps its constant parts (a placeholder for each such value) under compile, and the finding says so. A missing
     `_check_tensor_all` message becomes PyTorch's default text.
 
     ## Fix safety
@@ -56,6 +56,14 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
     On CUDA (not measured here) the compiled assertion is a device-side assert: the message
     is lost ("CUDA error: device-side assert triggered"), the error surfaces at a later
     synchronisation, and the CUDA context is unusable afterwards (the process must restart).
+
+
+    The compiled message keeps every literal part and the f-string values torch formats inside
+    a graph (dtypes, config numbers); a value it cannot format (a size, a tensor) reads
+    `<x.max(): not available under torch.compile>`, so the message says what is missing. For
+    code that catches the original exception around compiled calls, `validation-fixes =
+    "unsafe"` in `[tool.graphmend]` makes every GM3xx fix unsafe (applied only with
+    `--unsafe-fixes`).
 
     ## When no fix is offered
     When the call's value is used or it shares its line with other statements; it sits in a
@@ -128,7 +136,7 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
                     if not torch.compiler.is_compiling():
                         torch._assert((x >= 0).all(), f"negative: {x.min()}")
                     else:
-                        assert (x >= 0).all(), "negative: "
+                        assert (x >= 0).all(), "negative: <x.min(): not available under torch.compile>"
                     return x
             """,
         ),

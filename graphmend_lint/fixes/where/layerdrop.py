@@ -6,8 +6,19 @@ every config that has a layerdrop. While Dynamo traces, `self.layerdrop` is a Py
     if <static> and not (torch.compiler.is_compiling() and self.layerdrop <= 0.0) and draw < self.layerdrop:
 
 is decided at trace time when p <= 0.0 (no graph break), and is the original test otherwise, in eager
-always. The draw itself stays where it was, so eager's random numbers are the same. `draw <= p`
-and `draw > p` are not rewritten: a draw can be exactly 0.0, so their outcome at p = 0.0 is not known.
+always. `draw <= p` and `draw > p` are not rewritten: a draw can be exactly 0.0, so their outcome at
+p = 0.0 is not known.
+
+The random stream: the guard must not skip the draw, or every later random number (dropout masks,
+random transforms) shifts. A draw whose value is no longer used is dropped by AOTAutograd
+(`aot_eager`, inductor without `fallback_random`: measured on torch 2.13, the next `torch.rand`
+after it differs), so the guard *uses* it, in a check that always holds and that no pass removes
+(`aten._assert_async.msg` is side-effectful):
+
+    not (is_compiling() and p <= 0.0 and torch._assert_async(draw < 1.0, "...") is None) and draw < p
+
+With an inline draw (`if torch.rand(1) < self.p:`) the draw is written in the guard too; each path
+(eager; compiled with p <= 0.0; compiled with p > 0.0) still draws exactly once, in the same place.
 """
 from __future__ import annotations
 
@@ -17,8 +28,9 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ...analysis import context
-from ..fix import Elsewhere, Fix
+from ..fix import Elsewhere, Fix, NoFix
 from ..syntax import code, flatten
+from .layerdrop_noop import no_fix_reason
 
 
 def _draw(rule, ff, node: cst.BaseExpression) -> bool:
@@ -89,17 +101,26 @@ def rewrite(rule, ff, test: cst.BaseExpression) -> tuple[cst.BaseExpression, str
         return None  # another tensor test: the break stays either way
     prob = code(_draw_below(rule, ff, atom))
     is_compiling, needs = rule.spell("torch.compiler.is_compiling")
-    guard = f"not ({is_compiling}() and {prob} <= 0.0)"
+    keep, needs_keep = rule.spell("torch._assert_async")
+    guard = f"not ({is_compiling}() and {prob} <= 0.0 and {keep}({code(_the_draw(rule, ff, atom))} < 1.0, \"{KEEP}\") is None)"
     texts = [code(p) for p in parts]
     texts.insert(index, guard)
-    return cst.parse_expression(" and ".join(texts)), prob, needs
+    return cst.parse_expression(" and ".join(texts)), prob, needs or needs_keep
+
+
+KEEP = "keeps the draw of torch.rand"  # the message of the check that keeps a draw under compile
+
+
+def _the_draw(rule, ff, atom: cst.Comparison) -> cst.BaseExpression:
+    """The draw of an atom `_draw_below` accepts: its left side for `<`, its right side for `>`."""
+    return atom.left if isinstance(atom.comparisons[0].operator, cst.LessThan) else atom.comparisons[0].comparator
 
 
 class Done(enum.Enum):
     FIXED = "fixed already"  # the test is decided while tracing when the probability is 0.0
 
 
-def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | Elsewhere | Done | None:
+def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix | Elsewhere | Done | None:
     """The LayerDrop fix of `node` when its test has that form: a `Fix`, an `Elsewhere` (the fix is
     at the binding the test reads), Done.FIXED (nothing to report), or None when it has not that form."""
     if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
@@ -110,12 +131,16 @@ def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | Elsewher
     if got is None:
         return _fix_binding(rule, node, func)
     test, prob, needs = got
+    noop = no_fix_reason(rule, node, node.test, prob)
+    if noop is not None:
+        return NoFix(noop)
     return Fix(node.with_changes(test=test), title=message(prob), needs_torch_import=needs)
 
 
 def message(prob: str) -> str:
     return (f"fix: while tracing, `{prob} <= 0.0` (the usual config) decides the test, as a draw of torch.rand "
-            f"is never below 0.0; eager runs the test unchanged. With `{prob}` > 0.0 the graph still breaks "
+            f"is never below 0.0 (the draw is still made, and kept, so later random numbers are unchanged); "
+            f"eager runs the test unchanged. With `{prob}` > 0.0 the graph still breaks "
             "here: the draw decides on every call which layers run")
 
 
@@ -161,7 +186,7 @@ def _only_tested(rule, func: cst.FunctionDef, name: str, binding: cst.CSTNode) -
     return tests if ok else None
 
 
-def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | Elsewhere | Done | None:
+def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix | Elsewhere | Done | None:
     """`skip = self.training and dropout_probability < self.layerdrop`, then `if not skip or synced:`
     (wav2vec2 and its family): the guard goes into the binding, which decides every test of it."""
     ff = rule.facts.function(func)
@@ -177,6 +202,9 @@ def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix |
         if not tests:
             continue
         test, prob, needs = got
+        noop = no_fix_reason(rule, assign, assign.value, prob)
+        if noop is not None:
+            return NoFix(noop) if tests[0] is node else Elsewhere(f"no fix: {noop}")
         line = rule.get_metadata(PositionProvider, assign).start.line
         if tests[0] is not node:  # one fix, on the first test reading the binding
             return Elsewhere(f"{message(prob)} (fixed at the binding of `{n.value}`, line {line})")
