@@ -189,11 +189,13 @@ def visit_batched(module: cst.Module, visitors: list, source: bytes | str | None
     for v in visitors:
         for name, fn in _visitor_methods(v).items():
             methods.setdefault(name, []).append(fn)
-    if not deps <= {ParentNodeProvider, PositionProvider} or any(_ATTR_HOOK.match(n) for n in methods):
+    fixit_only = {d for d in deps if getattr(d, "ONLY_UNDER_FIXIT", False)}  # provider.py: no data here
+    if not deps - fixit_only <= {ParentNodeProvider, PositionProvider} or any(_ATTR_HOOK.match(n) for n in methods):
         MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(visitors)
         return
     up = parents(module) if ParentNodeProvider in deps else {}
-    metadata = {ParentNodeProvider: up, PositionProvider: lazy_positions(module, up or None, source)}
+    metadata = {ParentNodeProvider: up, PositionProvider: lazy_positions(module, up or None, source),
+                **dict.fromkeys(fixit_only, {})}
     for v in visitors:
         v.metadata = {k: metadata[k] for k in v.get_inherited_dependencies()}
     on_visit_of: dict[type, list[Callable]] = {}

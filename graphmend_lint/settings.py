@@ -42,6 +42,7 @@ class Settings:
     respect_gitignore: bool = True
     line_length: int = 88  # of produced code: [tool.ruff]/[tool.black] line-length
     fix_edits: bool = False  # give each fix as text edits (JSON output, the language server)
+    src: tuple[str, ...] = ()  # the project's folders, relative to `root` (analysis/root.py); () = found
 
     @property
     def excludes(self) -> tuple[str, ...]:
@@ -103,10 +104,10 @@ def _extra(s: Settings, table: dict) -> Settings:
     if not isinstance(length, int) or isinstance(length, bool) or not 1 <= length <= 320:
         raise ConfigError("[tool.graphmend] line-length must be an integer from 1 to 320")
     return replace(s, extend_exclude=_as_tuple(table, "extend-exclude"), per_file_ignores=_per_file_ignores(table),
-                   respect_gitignore=gitignore, line_length=length)
+                   respect_gitignore=gitignore, line_length=length, src=_as_tuple(table, "src"))
 
 
-EXTRA_KEYS = {"extend-exclude", "per-file-ignores", "respect-gitignore", "line-length"}
+EXTRA_KEYS = {"extend-exclude", "per-file-ignores", "respect-gitignore", "line-length", "src"}
 
 
 _QUALIFIED = re.compile(r"[A-Za-z_*?\[][\w*?\[\]!-]*(\.[A-Za-z_*?\[][\w*?\[\]!-]*)*")

@@ -14,7 +14,7 @@ import libcst as cst
 from fixit import LintRule
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from .. import analysis, settings
+from .. import analysis, provider, settings
 from ..analysis import context
 from ..fixes import Safety, house
 
@@ -58,7 +58,7 @@ class GraphMendRule(LintRule):
     CODE: ClassVar[str] = ""
     NAME: ClassVar[str] = ""  # kebab-case, e.g. "print-in-compiled-code"
     FIX: ClassVar[str] = "none"  # what the docs say: "safe", "unsafe", "sometimes", "none"
-    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, provider.ProjectProvider)
 
     def __init__(self) -> None:
         super().__init__()
@@ -68,14 +68,18 @@ class GraphMendRule(LintRule):
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
-        for hook in ("visit_Module", "__init__"):
+        for hook in ("visit_Module", "leave_Module", "__init__"):
             if hook in cls.__dict__:
                 raise TypeError(f"{cls.__name__} must not override {hook}")
 
     def visit_Module(self, node: cst.Module) -> None:
+        provider.enter(self, node)  # Fixit: the file's own settings and project facts (provider.py)
         self.facts = analysis.facts_for(node, self.settings.compiled_scope)
         self.generated = _house(node)[0]
         self.guard_helper = _house(node)[1]
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        provider.leave(self, original_node)
 
     # -- context helpers -----------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
