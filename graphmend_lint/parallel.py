@@ -143,6 +143,10 @@ def _adds_nothing(ext: FileFacts, local: tuple | None, with_forward: frozenset) 
 # workers, the run's own with their first pass), the index answers for the files asked, and
 # those facts are kept under "proj", keyed by the content of the whole project.
 ROOT_NEEDLES = (b"forward", b"compile", b"optimize")
+# The first pass lints the run's own files with what each sees alone, while the rest of the project
+# is summarised; it pays when the run holds a good share of the project (a tree, a package); for a
+# few files of a big project (pre-commit) it would mostly lint twice.
+FIRST_PASS_SHARE = 4
 _memo: dict[str, dict[str, FileFacts]] = {}  # project key -> facts by absolute path (this process)
 _tool: list[bytes] = []
 
@@ -158,10 +162,11 @@ class _Reader:
     """Summaries of files the index reaches on demand: known ones, the cache by content, else parsed here."""
 
     def __init__(self, cache: cache_mod.Cache | None, known: dict[Path, dict | None],
-                 data: dict[Path, bytes] | None = None) -> None:
+                 data: dict[Path, bytes] | None = None, digests: dict[Path, str] | None = None) -> None:
         self.cache = cache
         self.known = known
         self.data = data or {}
+        self.project_digests = digests or {}
         self.digests: dict[str, str] = {}  # files read from outside the project -> sha256
 
     def __call__(self, path: Path) -> dict | None:
@@ -169,7 +174,7 @@ class _Reader:
             return self.known[path]
         data = self.data.get(path)
         if data is not None:
-            got = self.known[path] = _summary(self.cache, data, _digest(data))
+            got = self.known[path] = _summary(self.cache, data, self.project_digests.get(path) or _digest(data))
             return got
         data = _read(path)
         if data is None:
@@ -210,21 +215,22 @@ def _project_key(proj: root_mod.Project, run: dict[str, Path], digests: dict[Pat
     if not _tool:
         _tool.append(cache_mod._tool_fingerprint())
     h = hashlib.sha256(_tool[0])
-    h.update(repr((str(proj), s.module_bases, s.compiled_functions, [p for p in sys.path if p])).encode())
+    h.update(repr((repr(proj), s.module_bases, s.compiled_functions, [p for p in sys.path if p])).encode())
     for mod, path in run.items():
         h.update(f"{mod}\0{path}\0{digests[path]}\0".encode())
     return h.hexdigest()
 
 
-def _cached_project(cache: cache_mod.Cache | None, key: str) -> dict[str, FileFacts] | None:
+def _cached_project(cache: cache_mod.Cache | None, key: str) -> tuple[dict[str, FileFacts], dict[str, str]]:
+    """(facts by absolute path, the installed files they were read from -> digest); empty when none."""
     got = cache.get_json("proj", key) if cache is not None else None
     if got is None:
-        return None
+        return {}, {}
     for p, d in got["external"].items():  # installed packages the index read
         data = _read(Path(p))
         if data is None or _digest(data) != d:
-            return None
-    return {p: FileFacts.from_json(f) for p, f in got["files"].items()}
+            return {}, {}
+    return {p: FileFacts.from_json(f) for p, f in got["files"].items()}, got["external"]
 
 
 @contextlib.contextmanager
@@ -255,9 +261,10 @@ def _index_project(proj: root_mod.Project, run: dict[str, Path], roots: list[Pat
                    ) -> tuple[dict[str, FileFacts], dict[str, str] | None]:
     """(facts by absolute path of the `wanted` files, the installed files the index read -> digest,
     or None when one could not be read)."""
-    summaries = {p: _cached_summary(cache, digests[p]) for p in run.values()}
     rooted = {m for m, p in run.items() if _may_root(pdata[p], s)}
-    todo = [p for m, p in run.items() if summaries[p] is None and (m in rooted or p in wanted)]
+    summaries = {p: _cached_summary(cache, digests[p]) for m, p in run.items() if m in rooted or p in wanted}
+    todo = [p for p, summ in summaries.items() if summ is None]  # the others: read when reached
+    lint = lint and len(wanted) * FIRST_PASS_SHARE >= len(run)  # else the index comes first, one lint after
     items = [(given.get(p, p), s, lint and p in wanted, pdata[p]) for p in todo]
     for p, got in zip(todo, _map(_first_pass, items, jobs)):
         summaries[p] = got[0]
@@ -267,7 +274,7 @@ def _index_project(proj: root_mod.Project, run: dict[str, Path], roots: list[Pat
             first[given[p]] = (got[1], got[2], _forward_classes(got[0]))
     done = set(todo)
     known = {p: summ for p, summ in summaries.items() if summ is not None or p in done}
-    reader = _Reader(cache, known, pdata)
+    reader = _Reader(cache, known, pdata, digests)
     up_front = {m: (p, summaries[p]) for m, p in run.items() if m in rooted and summaries[p] is not None}
     out: dict[str, FileFacts] = {}
     by_path = {p: m for m, p in run.items()}
@@ -299,17 +306,18 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
     run, roots = _run_modules(every, pdata)
     key = _project_key(proj, run, digests, s)
     wanted = {a for a in given if a in pdata}
-    got = _memo.get(key) or _cached_project(cache, key) or {}
+    got = _memo.get(key) or _cached_project(cache, key)[0]
     if any(str(a) not in got for a in wanted):
         with _locked(cache, proj):
-            got = {**got, **(_cached_project(cache, key) or {})}  # another process may have built it
+            stored, before = _cached_project(cache, key)  # another process may have built it meanwhile
+            got = {**got, **stored}
             if any(str(a) not in got for a in wanted):
                 new, external = _index_project(proj, run, roots, pdata, digests, wanted, s, cache, jobs, lint,
                                                given, first)
                 got = {**got, **new}
                 if cache is not None and external is not None:
                     cache.put_json("proj", key, {"files": {p: f.to_json() for p, f in got.items()},
-                                                 "external": external})
+                                                 "external": {**before, **external}})
     if len(_memo) > 8:
         _memo.clear()
     _memo[key] = got
