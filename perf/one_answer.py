@@ -77,6 +77,7 @@ def main() -> int:
     ap.add_argument("--files", nargs="*", default=None, help="these files instead of a sample")
     ap.add_argument("--no-fixit", action="store_true")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--code", type=Path, default=ROOT, help="the checkout whose graphmend_lint runs (e.g. the base)")
     a = ap.parse_args()
     tree = a.tree.resolve()
     every = sorted(p.relative_to(tree).as_posix() for p in (tree / a.package).rglob("*.py")
@@ -85,8 +86,9 @@ def main() -> int:
     wanted = set(files)
     whole_all = cli_rows(json.loads(a.whole.read_text()), tree)
     whole = {r for r in whole_all if r[0] in wanted}
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GRAPHMEND_CACHE_DIR": tempfile.mkdtemp(prefix="one-answer-")}
-    report: dict = {"tree": str(tree), "files": len(files), "seed": a.seed, "whole_findings": len(whole)}
+    env = {**os.environ, "PYTHONPATH": str(a.code.resolve()), "GRAPHMEND_CACHE_DIR": tempfile.mkdtemp(prefix="one-answer-")}
+    report: dict = {"tree": str(tree), "code": str(a.code.resolve()), "files": len(files), "seed": a.seed,
+                    "whole_findings": len(whole)}
     ok = True
 
     data, secs = run_cli(files, tree, env)
