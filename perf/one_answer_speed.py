@@ -6,7 +6,7 @@ project indexed), the same file warm, and the whole tree cold, for this checkout
         [--jobs 2] [--warm 3] [--no-whole] [--out FILE]
 
 Each command runs from the tree's folder in a fresh process with its own empty cache folder
-(GRAPHMEND_CACHE_DIR); wall and CPU (user+sys of the process and its workers) are recorded.
+(GRAPHMEND_CACHE_DIR), on a frozen copy of graphmend_lint; wall and CPU (user+sys of the process and its workers) are recorded.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,7 +52,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     files = a.file or ["transformers/modeling_utils.py", "transformers/models/bart/modeling_bart.py"]
-    codes = {"this": ROOT, **({"base": a.base.resolve()} if a.base else {})}
+    frozen = Path(tempfile.mkdtemp(prefix="oa-code-"))  # edits made meanwhile do not count
+    shutil.copytree(ROOT / "graphmend_lint", frozen / "graphmend_lint", ignore=shutil.ignore_patterns("__pycache__"))
+    codes = {"this": frozen, **({"base": a.base.resolve()} if a.base else {})}
     out: dict = {"tree": str(a.tree), "jobs": a.jobs, "cpus": os.cpu_count(), "python": platform.python_version(),
                  "load_before": os.getloadavg(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     for name, code in codes.items():
