@@ -103,8 +103,9 @@ def check_one(path: Path, s: Settings, fix: bool, diff: bool, cache: cache_mod.C
 
 def _first_pass(item: tuple) -> tuple:
     """(summary, (classes, compiled) the file alone sees, outcome or None) for one file: linted
-    with `lint`, else only summarised from `data` (its bytes)."""
-    path, s, lint, data = item
+    with `lint`, else only summarised from `data` (its bytes). The summary is cached here, in the
+    worker, under `digest` (the content's)."""
+    path, s, lint, data, cache, digest = item
     got: list = []
 
     def on_tree(source: bytes, tree) -> None:
@@ -116,10 +117,14 @@ def _first_pass(item: tuple) -> tuple:
             summ = project.parse_summary(data) if data is not None else None
         finally:
             gc.enable()
+        if summ is not None and cache is not None:
+            cache.put_json("idx", digest, summ)
         return summ, None, None
     analysis.forget()
     out = runner.check_file(path, s, ext=EMPTY, on_tree=on_tree)
     out.findings = [cache_mod.portable(f) for f in out.findings]
+    if got and cache is not None:
+        cache.put_json("idx", digest, got[0])
     return (got[0] if got else None), analysis.last_scope(), out
 
 
@@ -265,11 +270,9 @@ def _index_project(proj: root_mod.Project, run: dict[str, Path], roots: list[Pat
     summaries = {p: _cached_summary(cache, digests[p]) for m, p in run.items() if m in rooted or p in wanted}
     todo = [p for p, summ in summaries.items() if summ is None]  # the others: read when reached
     lint = lint and len(wanted) * FIRST_PASS_SHARE >= len(run)  # else the index comes first, one lint after
-    items = [(given.get(p, p), s, lint and p in wanted, pdata[p]) for p in todo]
+    items = [(given.get(p, p), s, lint and p in wanted, pdata[p], cache, digests[p]) for p in todo]
     for p, got in zip(todo, _map(_first_pass, items, jobs)):
         summaries[p] = got[0]
-        if got[0] is not None and cache is not None:
-            cache.put_json("idx", digests[p], got[0])
         if got[2] is not None:
             first[given[p]] = (got[1], got[2], _forward_classes(got[0]))
     done = set(todo)
