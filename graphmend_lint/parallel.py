@@ -153,6 +153,7 @@ ROOT_NEEDLES = (b"forward", b"compile", b"optimize")
 # few files of a big project (pre-commit) it would mostly lint twice.
 FIRST_PASS_SHARE = 4
 _memo: dict[str, dict[str, FileFacts]] = {}  # project key -> facts by absolute path (this process)
+_indexes: dict[str, tuple] = {}  # project key -> (ProjectIndex, its reader, path -> module): the last built
 _tool: list[bytes] = []
 
 
@@ -260,30 +261,36 @@ def _locked(cache: cache_mod.Cache | None, proj: root_mod.Project):
             fh.close()
 
 
-def _index_project(proj: root_mod.Project, run: dict[str, Path], roots: list[Path], pdata: dict[Path, bytes],
-                   digests: dict[Path, str], wanted: set[Path], s: Settings, cache: cache_mod.Cache | None,
-                   jobs: int, lint: bool, given: dict[Path, Path], first: dict[Path, tuple]
-                   ) -> tuple[dict[str, FileFacts], dict[str, str] | None]:
+def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots: list[Path],
+                   pdata: dict[Path, bytes], digests: dict[Path, str], wanted: set[Path], s: Settings,
+                   cache: cache_mod.Cache | None, jobs: int, lint: bool, given: dict[Path, Path],
+                   first: dict[Path, tuple]) -> tuple[dict[str, FileFacts], dict[str, str] | None]:
     """(facts by absolute path of the `wanted` files, the installed files the index read -> digest,
-    or None when one could not be read)."""
-    rooted = {m for m, p in run.items() if _may_root(pdata[p], s)}
-    summaries = {p: _cached_summary(cache, digests[p]) for m, p in run.items() if m in rooted or p in wanted}
-    todo = [p for p, summ in summaries.items() if summ is None]  # the others: read when reached
-    lint = lint and len(wanted) * FIRST_PASS_SHARE >= len(run)  # else the index comes first, one lint after
-    items = [(given.get(p, p), s, lint and p in wanted, pdata[p], cache, digests[p]) for p in todo]
-    for p, got in zip(todo, _map(_first_pass, items, jobs)):
-        summaries[p] = got[0]
-        if got[2] is not None:
-            first[given[p]] = (got[1], got[2], _forward_classes(got[0]))
-    done = set(todo)
-    known = {p: summ for p, summ in summaries.items() if summ is not None or p in done}
-    reader = _Reader(cache, known, pdata, digests)
-    up_front = {m: (p, summaries[p]) for m, p in run.items() if m in rooted and summaries[p] is not None}
+    or None when one could not be read). The index stays in this process for the project's next
+    files (the CLI checks files with other per-file settings separately)."""
+    state = _indexes.get(key)
+    if state is None:
+        rooted = {m for m, p in run.items() if _may_root(pdata[p], s)}
+        summaries = {p: _cached_summary(cache, digests[p]) for m, p in run.items() if m in rooted or p in wanted}
+        todo = [p for p, summ in summaries.items() if summ is None]  # the others: read when reached
+        lint = lint and len(wanted) * FIRST_PASS_SHARE >= len(run)  # else the index comes first, one lint after
+        items = [(given.get(p, p), s, lint and p in wanted, pdata[p], cache, digests[p]) for p in todo]
+        for p, got in zip(todo, _map(_first_pass, items, jobs)):
+            summaries[p] = got[0]
+            if got[2] is not None:
+                first[given[p]] = (got[1], got[2], _forward_classes(got[0]))
+        done = set(todo)
+        known = {p: summ for p, summ in summaries.items() if summ is not None or p in done}
+        reader = _Reader(cache, known, pdata, digests)
+        up_front = {m: (p, summaries[p]) for m, p in run.items() if m in rooted and summaries[p] is not None}
+        index = project.ProjectIndex(run, up_front, roots, reader, s.module_bases, s.compiled_functions)
+        state = (index, reader, {p: m for m, p in run.items()})
+        _indexes.clear()  # one project at a time
+        _indexes[key] = state
+    index, reader, by_path = state
     out: dict[str, FileFacts] = {}
-    by_path = {p: m for m, p in run.items()}
     gc.disable()  # the index makes many small objects and no cycles
     try:
-        index = project.ProjectIndex(run, up_front, roots, reader, s.module_bases, s.compiled_functions)
         for p in sorted(wanted, key=str):
             out[str(p)] = index.file_facts(by_path[p]) if p in by_path else EMPTY
     finally:
@@ -315,8 +322,8 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
             stored, before = _cached_project(cache, key)  # another process may have built it meanwhile
             got = {**got, **stored}
             if any(str(a) not in got for a in wanted):
-                new, external = _index_project(proj, run, roots, pdata, digests, wanted, s, cache, jobs, lint,
-                                               given, first)
+                new, external = _index_project(proj, key, run, roots, pdata, digests, wanted, s, cache, jobs,
+                                               lint, given, first)
                 got = {**got, **new}
                 if cache is not None and external is not None:
                     cache.put_json("proj", key, {"files": {p: f.to_json() for p, f in got.items()},

@@ -225,3 +225,11 @@ def test_src_setting_names_the_project(tmp_path):
     s = from_table({"src": ["lib", "tools"]}, root=tmp_path)
     p = root.find_project(tmp_path / "lib" / "a.py", s)
     assert p.root == tmp_path and p.folders == (tmp_path / "lib", tmp_path / "tools")
+
+
+def test_files_with_other_per_file_settings_get_the_same_facts(proj, capsys):
+    """per-file-ignores split the CLI's run into groups of settings: each group's files still get
+    their project's facts (the index is built once and kept for the next group)."""
+    text = (proj / "pyproject.toml").read_text()
+    (proj / "pyproject.toml").write_text(text + 'per-file-ignores = { "src/onepkg/model.py" = ["GM9"] }\n')
+    assert {(r[0], r[1], r[3]) for r in cli(proj, capsys, "--no-cache", ".")} == EXPECTED
