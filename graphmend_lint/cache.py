@@ -3,7 +3,8 @@
 Key: sha256 of (the source bytes, every source file of graphmend_lint, the libcst/fixit/Python
 versions, the settings, and the file's facts from the project index: a file whose base class or
 caller changed in another file gets a new key). The index keeps its own entries here too
-(`idx/`: one summary per file content, `run/`: the facts of a whole run, see parallel.py). One JSON file per entry, written to a temporary name and renamed, so
+(`idx/`: one summary per file content, `proj/`: the facts of a project's files, keyed by the
+content of the whole project, see parallel.py). One JSON file per entry, written to a temporary name and renamed, so
 concurrent runs (pre-commit in parallel) never see half an entry. Only clean results are
 stored (no read or parse error), and only for files left unchanged by the run.
 """
@@ -106,7 +107,7 @@ class Cache:
         return hashlib.sha256(self.prefix + source + b"\0" + extra).hexdigest()
 
     def get_json(self, kind: str, key: str):
-        """A stored JSON value of another kind ("idx": file summaries, "run": a run's index facts)."""
+        """A stored JSON value of another kind ("idx": file summaries, "proj": a project's index facts)."""
         try:
             return json.loads((self.dir / kind / key[:2] / f"{key[2:]}.idx").read_bytes())
         except (OSError, ValueError):

@@ -151,7 +151,7 @@ def _stdin(args: argparse.Namespace, found: settings.Discovery) -> int:
         if fixing:
             sys.stdout.buffer.write(source)
         return EXIT_CLEAN
-    ext = parallel.facts_of(name, s) if args.stdin_filename else None  # bases and callers on disk
+    ext = parallel.facts_of(name, s, not args.no_cache) if args.stdin_filename else None  # its project on disk
     out = runner.check_source(name, source, s, fix=fixing or args.diff, diff=args.diff, write=False, ext=ext)
     if out.error:
         if fixing:

@@ -186,6 +186,9 @@ def visit_batched(module: cst.Module, visitors: list, metadata: dict | None = No
         for name, fn in _visitor_methods(v).items():
             methods.setdefault(name, []).append(fn)
     given = dict(metadata or {})
+    for d in deps:  # provider.py: data only under Fixit; our engine hands in the file context
+        if getattr(d, "ONLY_UNDER_FIXIT", False) and d not in given:
+            given[d] = {}
     if ParentNodeProvider in deps and ParentNodeProvider not in given:
         given[ParentNodeProvider] = parents(module)
     if PositionProvider in deps and PositionProvider not in given:

@@ -1,20 +1,27 @@
 """Check many files: the project index, cached results first, the rest in forked worker processes.
 
-Each file's result depends on its cross-file facts (analysis/project.py), so a run goes:
-  1. the whole run's facts from one cache entry when no file (nor anything the index read) changed;
-  2. else every file's summary from the cache by content; files without one get a first pass in
-     the workers: validate, summarize (from the same `ast` tree) and, when only linting, lint
-     with the file's own facts, recording what the file alone sees as compiled;
-  3. the index, in this process, gives each file its facts;
+Each file's result depends on its cross-file facts (analysis/project.py), which come from the
+index of the file's whole PROJECT (analysis/root.py), never from the run's list of files. A run goes:
+  1. per project of the run's files: every Python file of the project is read and hashed; the
+     facts of the wanted files come from one cache entry ("proj", keyed by the whole project's
+     content) when nothing changed;
+  2. else every file's summary from the cache by content; files without one that may hold a
+     compiled root (a text test) or are being checked get one in the workers: the run's own files
+     with a first pass (validate, summarize from the same `ast` tree and, when only linting, lint
+     with the file's own facts, recording what the file alone sees as compiled), the others only
+     summarised; the index reads the rest on demand;
+  3. the index, in this process, gives each wanted file its facts;
   4. a first-pass result is final when the index adds nothing the file did not see alone (no
      other class with a forward, no other compiled def, no guard wrapper); the rest come from the
      cache (key: content + facts) or are checked again with their facts, in the workers.
-So a cold run parses each file once more only where another file changes its result. Workers
-are forked after the rules and settings are loaded; they take the files largest first, a few at
-a time, and send back findings without libcst nodes.
+So a cold run parses each file once more only where another file changes its result, and a run on
+one file (pre-commit, stdin, the language server, Fixit through rules/provider.py) sees what a run on the
+whole tree sees. Workers are forked after the rules and settings are loaded; they take the files
+largest first, a few at a time, and send back findings without libcst nodes.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import multiprocessing
@@ -25,6 +32,7 @@ from pathlib import Path
 from . import engine, files, runner
 from . import cache as cache_mod
 from .analysis import project
+from .analysis import root as root_mod
 from .analysis import summary as summary_mod
 from .analysis.external import EMPTY, FileFacts
 from .settings import Settings
@@ -94,19 +102,28 @@ def check_one(path: Path, s: Settings, fix: bool, diff: bool, cache: cache_mod.C
 
 
 def _first_pass(item: tuple) -> tuple:
-    """(summary, (classes, compiled) the file alone sees, outcome or None) for one file."""
-    path, s, lint = item
+    """(summary, (classes, compiled) the file alone sees, outcome or None) for one file: linted
+    with `lint`, else only summarised from `data` (its bytes). The summary is cached here, in the
+    worker, under `digest` (the content's)."""
+    path, s, lint, data, cache, digest = item
     got: list = []
 
     def on_tree(source: bytes, tree) -> None:
         got.append(summary_mod.summarize(tree, source.decode("utf-8", "replace")))
 
     if not lint:
-        data = _read(path)
-        summ = project.parse_summary(data) if data is not None else None
+        gc.disable()  # ast.parse makes many objects and no cycles: the collector only costs here
+        try:
+            summ = project.parse_summary(data) if data is not None else None
+        finally:
+            gc.enable()
+        if summ is not None and cache is not None:
+            cache.put_json("idx", digest, summ)
         return summ, None, None
     out = runner.check_file(path, s, ext=EMPTY, on_tree=on_tree)
     out.findings = [cache_mod.portable(f) for f in out.findings]
+    if got and cache is not None:
+        cache.put_json("idx", digest, got[0])
     return (got[0] if got else None), out.scope, out
 
 
@@ -125,17 +142,45 @@ def _adds_nothing(ext: FileFacts, local: tuple | None, with_forward: frozenset) 
 
 
 # -- the project index -----------------------------------------------------------------
-class _Reader:
-    """Summaries of files outside the first pass: the cache by content, else parsed here."""
+# A file's facts come from the index of its whole project (analysis/root.py), never of the run:
+# the project's files are summarised (ast, cached by content under "idx"; the missing ones in the
+# workers, the run's own with their first pass), the index answers for the files asked, and
+# those facts are kept under "proj", keyed by the content of the whole project.
+ROOT_NEEDLES = (b"forward", b"compile", b"optimize")
+# The first pass lints the run's own files with what each sees alone, while the rest of the project
+# is summarised; it pays when the run holds a good share of the project (a tree, a package); for a
+# few files of a big project (pre-commit) it would mostly lint twice.
+FIRST_PASS_SHARE = 4
+_memo: dict[str, dict[str, FileFacts]] = {}  # project key -> facts by absolute path (this process)
+_indexes: dict[str, tuple] = {}  # project key -> (ProjectIndex, its reader, path -> module): the last built
+_tool: list[bytes] = []
 
-    def __init__(self, cache: cache_mod.Cache | None, known: dict[Path, dict | None]) -> None:
+
+def _may_root(data: bytes, s: Settings) -> bool:
+    """Whether a file may hold a compiled root (a `forward`, a torch.compile / _dynamo.optimize
+    target, a `compiled-functions` def). A text test, so the roots are the same whichever
+    summaries a run has at hand; the other files are summarised only when the index reaches them."""
+    return bool(s.compiled_functions) or any(n in data for n in ROOT_NEEDLES)
+
+
+class _Reader:
+    """Summaries of files the index reaches on demand: known ones, the cache by content, else parsed here."""
+
+    def __init__(self, cache: cache_mod.Cache | None, known: dict[Path, dict | None],
+                 data: dict[Path, bytes] | None = None, digests: dict[Path, str] | None = None) -> None:
         self.cache = cache
         self.known = known
-        self.digests: dict[str, str] = {}  # files read from outside the run -> sha256
+        self.data = data or {}
+        self.project_digests = digests or {}
+        self.digests: dict[str, str] = {}  # files read from outside the project -> sha256
 
     def __call__(self, path: Path) -> dict | None:
         if path in self.known:
             return self.known[path]
+        data = self.data.get(path)
+        if data is not None:
+            got = self.known[path] = _summary(self.cache, data, self.project_digests.get(path) or _digest(data))
+            return got
         data = _read(path)
         if data is None:
             return None
@@ -171,55 +216,152 @@ def _run_modules(paths: list[Path], data: dict[Path, bytes]) -> tuple[dict[str, 
     return run, roots
 
 
-def _run_key(cache: cache_mod.Cache, run: dict[str, Path], digests: dict[Path, str]) -> str:
-    h = hashlib.sha256(cache.prefix)
-    for mod, path in sorted(run.items()):
+def _project_key(proj: root_mod.Project, run: dict[str, Path], digests: dict[Path, str], s: Settings) -> str:
+    if not _tool:
+        _tool.append(cache_mod._tool_fingerprint())
+    h = hashlib.sha256(_tool[0])
+    h.update(repr((repr(proj), s.module_bases, s.compiled_functions, [p for p in sys.path if p])).encode())
+    for mod, path in run.items():
         h.update(f"{mod}\0{path}\0{digests[path]}\0".encode())
-    h.update(repr([p for p in sys.path if p]).encode())
     return h.hexdigest()
 
 
-def _cached_facts(cache: cache_mod.Cache | None, key: str | None) -> dict[Path, FileFacts] | None:
-    got = cache.get_json("run", key) if cache is not None and key is not None else None
+def _cached_project(cache: cache_mod.Cache | None, key: str) -> tuple[dict[str, FileFacts], dict[str, str]]:
+    """(facts by absolute path, the installed files they were read from -> digest); empty when none."""
+    got = cache.get_json("proj", key) if cache is not None else None
     if got is None:
-        return None
-    for p, d in got["external"].items():
+        return {}, {}
+    for p, d in got["external"].items():  # installed packages the index read
         data = _read(Path(p))
         if data is None or _digest(data) != d:
-            return None
-    return {Path(p): FileFacts.from_json(f) for p, f in got["files"].items()}
+            return {}, {}
+    return {p: FileFacts.from_json(f) for p, f in got["files"].items()}, got["external"]
 
 
-def _index(run: dict[str, Path], roots: list[Path], summaries: dict[Path, dict | None], s: Settings,
-           cache: cache_mod.Cache | None, key: str | None) -> dict[Path, FileFacts]:
-    reader = _Reader(cache, summaries)
-    up_front = {m: (p, summaries.get(p)) for m, p in run.items() if summaries.get(p) is not None}
-    index = project.ProjectIndex(run, up_front, roots, reader, s.module_bases, s.compiled_functions)
-    facts = {p: f for mod, p in run.items() if (f := index.file_facts(mod)) != EMPTY}
-    if cache is not None and key is not None:
-        external = {str(index.paths[m]): reader.digests.get(str(index.paths[m]))
-                    for m in index.external if m not in run}
-        if all(external.values()):
-            cache.put_json("run", key, {"files": {str(p): f.to_json() for p, f in facts.items()},
-                                        "external": external})
+@contextlib.contextmanager
+def _locked(cache: cache_mod.Cache | None, proj: root_mod.Project):
+    """One process at a time indexes a project (Fixit's workers, pre-commit hooks in parallel):
+    the others wait, then read its cached facts."""
+    fh = None
+    if cache is not None:
+        try:
+            import fcntl
+
+            folder = cache.dir / "proj"
+            folder.mkdir(parents=True, exist_ok=True)
+            fh = open(folder / f"{_digest(str(proj).encode())[:20]}.lock", "w")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        except (OSError, ImportError):
+            pass
+    try:
+        yield
+    finally:
+        if fh is not None:
+            fh.close()
+
+
+def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots: list[Path],
+                   pdata: dict[Path, bytes], digests: dict[Path, str], wanted: set[Path], s: Settings,
+                   cache: cache_mod.Cache | None, jobs: int, lint: bool, given: dict[Path, Path],
+                   first: dict[Path, tuple]) -> tuple[dict[str, FileFacts], dict[str, str] | None]:
+    """(facts by absolute path of the `wanted` files, the installed files the index read -> digest,
+    or None when one could not be read). The index stays in this process for the project's next
+    files (the CLI checks files with other per-file settings separately)."""
+    state = _indexes.get(key)
+    if state is None:
+        rooted = {m for m, p in run.items() if _may_root(pdata[p], s)}
+        summaries = {p: _cached_summary(cache, digests[p]) for m, p in run.items() if m in rooted or p in wanted}
+        todo = [p for p, summ in summaries.items() if summ is None]  # the others: read when reached
+        lint = lint and len(wanted) * FIRST_PASS_SHARE >= len(run)  # else the index comes first, one lint after
+        items = [(given.get(p, p), s, lint and p in wanted, pdata[p], cache, digests[p]) for p in todo]
+        for p, got in zip(todo, _map(_first_pass, items, jobs)):
+            summaries[p] = got[0]
+            if got[2] is not None:
+                first[given[p]] = (got[1], got[2], _forward_classes(got[0]))
+        done = set(todo)
+        known = {p: summ for p, summ in summaries.items() if summ is not None or p in done}
+        reader = _Reader(cache, known, pdata, digests)
+        up_front = {m: (p, summaries[p]) for m, p in run.items() if m in rooted and summaries[p] is not None}
+        index = project.ProjectIndex(run, up_front, roots, reader, s.module_bases, s.compiled_functions)
+        state = (index, reader, {p: m for m, p in run.items()})
+        _indexes.clear()  # one project at a time
+        _indexes[key] = state
+    index, reader, by_path = state
+    out: dict[str, FileFacts] = {}
+    gc.disable()  # the index makes many small objects and no cycles
+    try:
+        for p in sorted(wanted, key=str):
+            out[str(p)] = index.file_facts(by_path[p]) if p in by_path else EMPTY
+    finally:
+        gc.enable()
+    external = {str(index.paths[m]): reader.digests.get(str(index.paths[m]))
+                for m in index.external if m not in run}
+    return out, (external if all(external.values()) else None)
+
+
+def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: cache_mod.Cache | None,
+              jobs: int, lint: bool, data: dict[Path, bytes], first: dict[Path, tuple]) -> dict[Path, FileFacts]:
+    """Facts of `members` (files of `proj`, as given) from the index of the whole project."""
+    given = {Path(os.path.abspath(m)): m for m in members}
+    listed = root_mod.project_files(proj)
+    inside = set(listed)
+    every = listed + [a for a in given if a not in inside]  # a file named outside the walk joins
+    pdata: dict[Path, bytes] = {}
+    for f in every:
+        d = data.get(given[f]) if f in given else _read(f)
+        if d is not None:
+            pdata[f] = d
+    digests = {f: _digest(d) for f, d in pdata.items()}
+    run, roots = _run_modules(every, pdata)
+    key = _project_key(proj, run, digests, s)
+    wanted = {a for a in given if a in pdata}
+    got = _memo.get(key) or _cached_project(cache, key)[0]
+    if any(str(a) not in got for a in wanted):
+        with _locked(cache, proj):
+            stored, before = _cached_project(cache, key)  # another process may have built it meanwhile
+            got = {**got, **stored}
+            if any(str(a) not in got for a in wanted):
+                new, external = _index_project(proj, key, run, roots, pdata, digests, wanted, s, cache, jobs,
+                                               lint, given, first)
+                got = {**got, **new}
+                if cache is not None and external is not None:
+                    cache.put_json("proj", key, {"files": {p: f.to_json() for p, f in got.items()},
+                                                 "external": {**before, **external}})
+    if len(_memo) > 8:
+        _memo.clear()
+    _memo[key] = got
+    return {given[a]: got[str(a)] for a in wanted}
+
+
+def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jobs: int, lint: bool,
+               data: dict[Path, bytes], first: dict[Path, tuple]) -> dict[Path, FileFacts]:
+    """Each readable file's facts, from the index of its project (analysis/root.py)."""
+    groups: dict[root_mod.Project, list[Path]] = {}
+    for p in paths:
+        if p in data:
+            groups.setdefault(root_mod.find_project(p, s), []).append(p)
+    facts: dict[Path, FileFacts] = {}
+    for proj, members in groups.items():
+        facts.update(_facts_in(proj, members, s, cache, jobs, lint, data, first))
     return facts
 
 
-def project_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None = None) -> dict[Path, FileFacts]:
-    """Each file's cross-file facts (one process; `check_files` does the same with workers)."""
+def project_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None = None,
+                  jobs: int = 1) -> dict[Path, FileFacts]:
+    """Each file's cross-file facts (what `check_files` computes, without linting)."""
     data = {p: d for p in paths if (d := _read(p)) is not None}
-    run, roots = _run_modules(paths, data)
-    summaries = {p: _summary(cache, data[p], _digest(data[p])) for p in run.values()}
-    return _index(run, roots, summaries, s, cache, None)
+    return _run_facts(paths, s, cache, jobs, False, data, {})
 
 
-def facts_of(path: Path, s: Settings) -> FileFacts | None:
-    """The cross-file facts of one file named by an editor or `--stdin-filename` (its bases and
-    callers as the files on disk show them), or None when it is not on disk or cannot be indexed."""
+def facts_of(path: Path, s: Settings, use_cache: bool = True) -> FileFacts | None:
+    """The cross-file facts of one file named by an editor, Fixit or `--stdin-filename`: those of
+    its project's index (the files on disk), or None when it is not on disk or cannot be indexed."""
     try:
         if not path.is_file():
             return None
-        return project_facts([path], s).get(path)
+        cache = cache_mod.Cache.for_settings(s) if use_cache else None
+        jobs = 1 if multiprocessing.current_process().daemon else default_jobs()  # daemons fork no pool
+        return project_facts([path], s, cache, jobs).get(path)
     except Exception:  # the index is an aid: the file is still linted on its own
         return None
 
@@ -232,24 +374,10 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
     cache = cache_mod.Cache.for_settings(s) if use_cache else None
     outcomes: list[runner.FileOutcome | None] = [None] * len(paths)
     data = {p: d for p in paths if (d := _read(p)) is not None}
-    digests = {p: _digest(d) for p, d in data.items()}
-    run, roots = _run_modules(paths, data)
-    key = _run_key(cache, run, digests) if cache is not None else None
-    facts = _cached_facts(cache, key)
     first: dict[Path, tuple] = {}
-    if facts is None:
-        summaries = {p: _cached_summary(cache, digests[p]) for p in run.values()}
-        todo = [p for p, summ in summaries.items() if summ is None]
-        lint = not (fix or diff)
-        for p, got in zip(todo, _map(_first_pass, [(p, s, lint) for p in todo], jobs)):
-            summaries[p] = got[0]
-            if got[0] is not None and cache is not None:
-                cache.put_json("idx", digests[p], got[0])
-            if got[2] is not None:
-                first[p] = (got[1], got[2], _forward_classes(got[0]))
-        facts = _index(run, roots, summaries, s, cache, key)
-        del summaries
-        gc.collect()  # the workers forked next need none of it
+    facts = _run_facts(paths, s, cache, jobs, not (fix or diff), data, first)
+    if first:
+        gc.collect()  # the workers forked next need none of the summaries
     rest = []
     for i, p in enumerate(paths):
         ext = facts.get(p, EMPTY)

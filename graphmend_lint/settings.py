@@ -47,6 +47,7 @@ class Settings:
     skeleton: bool = True  # lint-only runs parse the code rules can report on (skeleton.py)
     # "unsafe": GM3xx validation fixes become unsafe (for code that catches the original exception)
     validation_fixes: str = "safe"
+    src: tuple[str, ...] = ()  # the project's folders, relative to `root` (analysis/root.py); () = found
 
     @property
     def excludes(self) -> tuple[str, ...]:
@@ -115,11 +116,11 @@ def _extra(s: Settings, table: dict) -> Settings:
         raise ConfigError(f"[tool.graphmend] validation-fixes must be one of {VALIDATION_FIXES}")
     return replace(s, extend_exclude=_as_tuple(table, "extend-exclude"), per_file_ignores=_per_file_ignores(table),
                    respect_gitignore=gitignore, line_length=length, fix_generated=generated,
-                   validation_fixes=validation)
+                   validation_fixes=validation, src=_as_tuple(table, "src"))
 
 
 EXTRA_KEYS = {"extend-exclude", "per-file-ignores", "respect-gitignore", "line-length", "fix-generated",
-              "validation-fixes"}
+              "validation-fixes", "src"}
 VALIDATION_FIXES = ("safe", "unsafe")
 
 

@@ -135,18 +135,19 @@ def test_cross_module_helpers(tmp_path):
     assert got["model.py"] == []
 
 
-def test_helper_callers_outside_the_run_are_invisible_unless_configured(tmp_path):
+def test_helper_callers_outside_the_run_are_seen_and_config_names_the_rest(tmp_path):
+    """The caller (model.py) is not in the run but in the project (issue 22); a caller outside the
+    project is named with `compiled-functions`."""
     paths = write(tmp_path, {
         "pkg/__init__.py": "",
-        "pkg/utils.py": "def helper(x):\n    print('x')\n    return x\n",
+        "pkg/utils.py": "def helper(x):\n    print('x')\n    return x\n\n\ndef other(x):\n    print('y')\n",
         "pkg/model.py": "from torch import nn\nfrom .utils import helper\n\n\nclass M(nn.Module):\n"
                         "    def forward(self, x):\n        return helper(x)\n",
     })
     utils = [p for p in paths if p.name == "utils.py"]
-    assert lint(utils)["utils.py"] == []  # the caller (model.py) is not in the run
-    s = Settings(compiled_functions=("pkg.utils.helper",))
-    assert lint(utils, s)["utils.py"] == [(2, "GM201")]
-    assert lint(utils, Settings(compiled_functions=("pkg.*.help*",)))["utils.py"] == [(2, "GM201")]
+    assert lint(utils)["utils.py"] == [(2, "GM201")]
+    assert lint(utils, Settings(compiled_functions=("pkg.utils.other",)))["utils.py"] == [(2, "GM201"), (7, "GM201")]
+    assert lint(utils, Settings(compiled_functions=("pkg.*.oth*",)))["utils.py"] == [(2, "GM201"), (7, "GM201")]
 
 
 def test_inherited_methods_and_super(tmp_path):

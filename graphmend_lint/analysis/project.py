@@ -15,10 +15,13 @@ Modules are looked up by hand: the top-level name in the run's own roots, then i
 then submodule directories (importlib's find_spec("a.b") would import `a`). torch's own source is
 never read: `torch.nn.*` are modules, and no other torch name is a project function.
 
-What it cannot see: a helper whose only callers are in files outside the run (a pre-commit run
-on some files; calls are followed from the run's files into other files, not back), calls
-through variables, containers or `getattr`, bases built at run time, packages not installed in
-the linter's environment. `module-bases` / `compiled-functions` name what it cannot see.
+The run is a whole project (analysis/root.py, parallel.py): every Python file of the project of
+each linted file, so a helper called compiled from anywhere in the project is compiled code
+whichever file is linted. What it cannot see: calls through variables, containers or `getattr`,
+bases built at run time, packages not installed in the linter's environment, callers outside the
+project (another project that imports this one), and a second file with the same module name in
+one project (loose scripts in several folders: the first in walk order is indexed).
+`module-bases` / `compiled-functions` name what it cannot see.
 """
 from __future__ import annotations
 
@@ -359,7 +362,7 @@ class ProjectIndex:
             self._by_module = {}
             for m, qn in self.compiled():  # reads the modules it reaches
                 self._by_module.setdefault(m, set()).add(qn)
-        s = self.mods.get(mod)
+        s = self.module(mod)  # read on demand: the same facts whichever modules were read up front
         if s is None:
             return FileFacts()
         classes = frozenset(c for c in s["classes"] if self.is_module_class(mod, c))

@@ -21,6 +21,7 @@ from fixit.ftypes import LintIgnoreRegex
 from libcst.metadata import BatchableMetadataProvider, ParentNodeProvider, PositionProvider
 
 from .. import analysis
+from . import provider
 from .. import settings as settings_mod
 from ..analysis import context, conventions
 from ..analysis.filecontext import FileContext
@@ -56,10 +57,17 @@ class Finding:
 class FileContextProvider(BatchableMetadataProvider[FileContext]):
     """The file's context as the metadata of its Module node. The engine hands in the context it
     made (fastwalk.visit_batched's `metadata`); under Fixit, libcst resolves this provider once per
-    file for all the rules, with the settings of the current folder (settings.fixit_settings)."""
+    file for all the rules, with the file's own settings and project facts (provider.py), or, for a
+    module that is not a file on disk, the settings of the current folder (settings.fixit_settings)."""
+
+    METADATA_DEPENDENCIES = (provider.ProjectProvider,)
 
     def visit_Module(self, node: cst.Module) -> bool:
-        self.set_metadata(node, FileContext(node, settings_mod.fixit_settings()))
+        got = self.get_metadata(provider.ProjectProvider, node, None)
+        if isinstance(got, provider.PathFacts):
+            self.set_metadata(node, FileContext(node, got.settings, got.facts))
+        else:
+            self.set_metadata(node, FileContext(node, settings_mod.fixit_settings()))
         return False
 
 
@@ -71,7 +79,7 @@ class GraphMendRule(LintRule):
     CODE: ClassVar[str] = ""
     NAME: ClassVar[str] = ""  # kebab-case, e.g. "print-in-compiled-code"
     FIX: ClassVar[str] = "none"  # what the docs say: "safe", "unsafe", "sometimes", "none"
-    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, FileContextProvider)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, FileContextProvider, provider.ProjectProvider)
 
     def __init__(self) -> None:
         super().__init__()

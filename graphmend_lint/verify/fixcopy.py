@@ -17,7 +17,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import engine, runner
+from .. import engine, parallel, runner
 from ..settings import Settings
 from .run import Run, Target, run_child
 
@@ -137,7 +137,7 @@ def compare(target: Target, findings: dict[str, list], s: Settings, tmp: str, pa
         if moved == path:
             out.outside.append(path)
             continue
-        res = runner.check_file(Path(moved), s, fix=True)
+        res = runner.check_file(Path(moved), s, fix=True, ext=parallel.facts_of(Path(path), s))  # the original's facts
         if res.error:
             out.errors.append(f"{path}: {res.error}")
         elif res.fixed:

@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import runner
+from .. import parallel, runner
 from ..settings import Settings
 from . import match
 from .recorder import Break, Event, breaks_from_json, events_from_json
@@ -86,7 +86,7 @@ def lint(paths: list[str], s: Settings) -> tuple[dict[str, list], list[str]]:
     """Findings per file, and the files that could not be linted (with why)."""
     findings, errors = {}, []
     for p in paths:
-        res = runner.check_file(Path(p), s)
+        res = runner.check_file(Path(p), s, ext=parallel.facts_of(Path(p), s))  # its project's index, as the CLI
         if res.error:
             errors.append(f"{p}: {res.error}")
         else:

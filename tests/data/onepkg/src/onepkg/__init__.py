@@ -1,0 +1,1 @@
+from .layers.base import Block as Block

@@ -1,0 +1,5 @@
+import torch
+
+
+def compiling():
+    return torch.compiler.is_compiling()

@@ -1,0 +1,5 @@
+from .root import Root
+
+
+class Block(Root):
+    pass
