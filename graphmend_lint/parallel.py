@@ -391,6 +391,9 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
             outcomes[i] = hit
         else:
             rest.append(i)
+    if len(rest) > 1:  # workers are forked next: they need none of the index (their GC would walk it)
+        _indexes.clear()
+        gc.collect()
     done = _map(_second_pass, [(paths[i], s, fix, diff, cache, facts.get(paths[i], EMPTY), data.get(paths[i]))
                                for i in rest], jobs)
     for i, out in zip(rest, done):
