@@ -226,7 +226,11 @@ def test_pytest_plugin_fixture_and_marker(pkg, tmp_path):
     (proj / "pyproject.toml").write_text(f'[tool.pytest.ini_options]\ngraphmend_within = ["{name}"]\n')
     (proj / "test_model.py").write_text(PLUGIN_TEST.format(pkg=name))
     env = {**__import__("os").environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
-    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "graphmend_lint.pytest_plugin", "-q",
+    from importlib.metadata import entry_points
+
+    installed = any(e.value == "graphmend_lint.pytest_plugin" for e in entry_points(group="pytest11"))
+    load = [] if installed else ["-p", "graphmend_lint.pytest_plugin"]  # installed: pytest loads it itself
+    out = subprocess.run([sys.executable, "-m", "pytest", *load, "-q",
                           "-p", "no:cacheprovider", "-o", "addopts=", str(proj)],
                          capture_output=True, text=True, cwd=proj, env=env)
     assert "1 failed, 2 passed" in out.stdout, out.stdout + out.stderr
