@@ -102,7 +102,7 @@ def apply_fixes(module: cst.Module, fixes: list, parents: dict | None = None) ->
     new = module.visit(_Replace({f.node: f.replacement for f in fixes}, path))
     if any(f.needs_torch_import for f in fixes) and Bindings.of(new).torch_name() is None:
         new = layout.add_import(new, "torch")  # where isort would put it
-    for name in sorted({m for f in fixes for m in getattr(f, "imports", ())}):
+    for name in sorted({m for f in fixes for m in f.imports}):
         if Bindings.of(new).spell(f"{name}.__name__") is None:
             new = layout.add_import(new, name)
     return new

@@ -25,7 +25,7 @@ from . import provider
 from .. import settings as settings_mod
 from ..analysis import context, conventions
 from ..analysis.filecontext import FileContext
-from ..fixes import Elsewhere, Fix, NoFix, Safety
+from ..fixes import Elsewhere, Fix, NoFix, Safety, guard
 from .former_names import fixit_aliases
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -184,6 +184,14 @@ class GraphMendRule(LintRule):
             self.report(node, f"{head}; {outcome.title}", at=at)
         else:
             self.report(node, f"{head}; {outcome.title}", fix=outcome, at=at)
+
+    def report_guard(self, node: cst.Call, message: str) -> None:
+        """GM2xx: report the call with its compile guard (fixes/guard.py), or `(no fix: <reason>)`."""
+        fix = guard.guard(self, node)
+        if isinstance(fix, NoFix):
+            self.report(node, f"{message} (no fix: {fix.reason})")
+        else:
+            self.report(node, message, fix=fix, at=node)
 
     def report(  # type: ignore[override]
         self,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from ..fixes import Fix, NoFix, build, defer, guard
+from ..fixes import Fix, build, defer, guard
 from . import base
 
 
@@ -180,11 +180,7 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             return
         if self.settings.log_strategy == "defer" and self._defer(node):
             return
-        fix = guard.guard(self, node)
-        if isinstance(fix, NoFix):
-            self.report(node, f"{self.MESSAGE} (no fix: {fix.reason})")
-        else:
-            self.report(node, self.MESSAGE, fix=fix, at=node)
+        self.report_guard(node, self.MESSAGE)
 
     def _is_print(self, node: cst.Call) -> bool:
         if not (isinstance(node.func, cst.Name) and node.func.value == "print"):

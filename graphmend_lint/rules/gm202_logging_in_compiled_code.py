@@ -5,7 +5,7 @@ from fixit import Invalid, Valid
 
 from ..analysis import effects
 from ..analysis.bindings import dotted
-from ..fixes import NoFix, guard
+from ..fixes import guard
 from . import base
 
 
@@ -207,8 +207,4 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
         name = dotted(func) or "logger." + func.attr.value  # type: ignore[union-attr]
         message = (f"`{name}()` in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()` "
                    f"({guard.DROPPED})")
-        fix = guard.guard(self, node)
-        if isinstance(fix, NoFix):
-            self.report(node, f"{message} (no fix: {fix.reason})")
-        else:
-            self.report(node, message, fix=fix, at=node)
+        self.report_guard(node, message)

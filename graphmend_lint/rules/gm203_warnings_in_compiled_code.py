@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import effects
-from ..fixes import NoFix, guard
+from ..fixes import guard
 from . import base
 
 
@@ -130,8 +130,4 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
             return
         if self.compiled_function(node) is None:
             return
-        fix = guard.guard(self, node)
-        if isinstance(fix, NoFix):
-            self.report(node, f"{self.MESSAGE} (no fix: {fix.reason})")
-        else:
-            self.report(node, self.MESSAGE, fix=fix, at=node)
+        self.report_guard(node, self.MESSAGE)
