@@ -79,8 +79,11 @@ def test_compiled_run_prints_what_eager_prints(modules, rows):
     assert graphs_orig > graphs_fixed
 
 
-def test_guard_is_still_the_default():
-    source = engine.check(CASE.read_bytes(), Settings(select=("GM201",)), fix=True).source.decode()
+def test_defer_is_the_default_and_guard_an_option():
+    default = engine.check(CASE.read_bytes(), Settings(select=("GM201",)), fix=True).source.decode()
+    assert default == engine.check(CASE.read_bytes(), DEFER, fix=True).source.decode()
+    guarded = engine.check(CASE.read_bytes(), Settings(select=("GM201",), log_strategy="guard"), fix=True)
+    source = guarded.source.decode()
     assert "_graphmend_print" not in source and source.count("if not torch.compiler.is_compiling():") == 4
 
 
