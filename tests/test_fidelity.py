@@ -127,7 +127,6 @@ def test_random_stream_kept_under_inductor_fallback_random(case):
 NOOP = {
     "GM104/invalid_layerdrop_guarded.py": ("GM104", "already keeps `self.layerdrop <= 0.0` away"),
     "GM101/invalid_random_flip_default.py": ("GM101", "`self.p` defaults to 0.5"),
-    "GM202/invalid_compile_only_else.py": ("GM202", "runs only under torch.compile"),
 }
 
 

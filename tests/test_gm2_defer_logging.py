@@ -128,3 +128,29 @@ class M(nn.Module):
     findings = [f for f in engine.check(src, Settings(select=("GM2",))).findings]
     assert len(findings) == 8
     assert all("guard it" in f.message for f in findings), [f.message for f in findings if "guard it" not in f.message]
+
+
+ONLY_COMPILED = Path(__file__).parent / "fixtures" / "GM202" / "invalid_compile_only_else.py"
+
+
+def test_call_that_runs_only_under_compile_becomes_the_helper_call(tmp_path, caplog):
+    """The `else` of `if not is_compiling():` runs only under compile: the fix replaces the call by
+    the helper call (no guard, which would be dead code there); the break goes, the record stays."""
+    fixed = engine.check(ONLY_COMPILED.read_bytes(), Settings(select=("GM2",)), fix=True).source.decode()
+    assert "logger.warning(" not in fixed and '_graphmend_log(\n                __name__, "warning"' in fixed
+    (tmp_path / "only_fixed.py").write_text(fixed)
+    orig, new = load(ONLY_COMPILED, "only_orig"), load(tmp_path / "only_fixed.py", "only_fixed")
+    seen = []
+    for module in (orig, new):
+        torch._dynamo.reset()
+        caplog.clear()
+        with Recorder() as rec, caplog.at_level(logging.WARNING):
+            out = torch.compile(module.Activation(), backend="eager")(torch.full((3,), 20.0))
+        seen.append((out, [r.getMessage() for r in caplog.records if "clamping" in r.getMessage()],
+                     len(rec.sites())))
+    torch._dynamo.reset()
+    (o_out, o_rec, o_breaks), (f_out, f_rec, f_breaks) = seen
+    assert torch.equal(o_out, f_out) and o_rec == f_rec == ["clamping is skipped under torch.compile"]
+    assert o_breaks == 1 and f_breaks == 0
+    guard = engine.check(ONLY_COMPILED.read_bytes(), Settings(select=("GM2",), log_strategy="guard")).findings
+    assert guard and all(f.replacement is None and "runs only under torch.compile" in f.message for f in guard)
