@@ -103,6 +103,20 @@ class TensorIfRule(base.GraphMendRule):
     differ) nor `torch.cond` keeps that exact. `draw <= p` and `draw > p` are not rewritten (a draw
     can be 0.0, so the outcome at p = 0.0 is not known).
 
+    The guard is a patch only where p <= 0.0 can reach the test, so it is not offered (a no-op
+    patch) where the source proves p > 0.0 there: an enclosing test or another conjunct excludes it
+    (`if self.training and self.layerdrop > 0.0:`, as transformers 5.x writes it), or every store of
+    the probability in its class is a number literal above 0.0, one of them unconditional in
+    `__init__` (`self.p = 0.5`; a `+=`, a `del` or another value anywhere in the class, e.g. a
+    `disable()` that sets 0.0, and the fix is offered). A parameter default is no such proof:
+    `def __init__(self, p: float = 0.5): self.p = p` (torchvision's flips) gets the fix, whose
+    title names the default, because a caller may pass 0.0 (`RandomHorizontalFlip(p=0.0)`), the
+    very case the guard decides while tracing (one graph instead of a break, measured in
+    `tests/test_fidelity.py`); at the default the guard does not fire (a constant while tracing) and
+    costs nothing. Neither is a config value (`self.layerdrop = config.layerdrop`): configs are loaded
+    with any value. Stores from outside the class (`flip.p = 0.0`), from bases or subclasses, or by
+    `setattr` are not seen: where they exist, the skipped fix is only a missed one, never a wrong one.
+
     ## Fix safety
     A fix is safe when eager runs the user's code and the compiled path is proved exact or checked
     while tracing. Where every proof below is made, the compiled path needs no check; otherwise the
@@ -206,7 +220,8 @@ class TensorIfRule(base.GraphMendRule):
     branches, and what it cannot capture is a hard error, not a graph break (an input returned as
     it is, outputs of different shapes under autograd or of different dtypes, a data-dependent op
     such as `x[mask]` or `x[i]` with a 0-d index, a `print`, a BatchNorm updating its statistics). `if`-chains with a `raise` in an arm are left to GM3xx, and an `if` inside a Python
-    loop to GM104.
+    loop to GM104. A LayerDrop or random-transform test where p > 0.0 is proved (above) keeps its
+    break: the draw decides on every call.
     """
 
     CODE = "GM101"
