@@ -31,17 +31,27 @@ class TensorIfRule(base.GraphMendRule):
     ```
 
     ## Fix
-    The branch choice becomes `torch.where`, which computes both values and picks one in the graph.
-    Where the source proves that `torch.where` gives exactly what the `if` gives, in eager too, the
-    `if` is replaced (the short form):
+    The branch choice becomes `torch.where`, which computes both values and picks one in the graph,
+    and only under compile: eager runs the original `if` unchanged (its exceptions, random numbers,
+    gradients, `grad_fn`, aliasing and speed stay as they were). Where the source proves that
+    `torch.where` gives exactly what the `if` gives, the compiled path needs no check:
     ```python
-    if hidden_states.dtype == torch.float16:
+    if torch.compiler.is_compiling():
+        if hidden_states.dtype == torch.float16:
+            clamp_value = torch.finfo(hidden_states.dtype).max - 1000
+            hidden_states = torch.where(torch.logical_or(torch.isinf(hidden_states).any(), torch.isnan(hidden_states).any()), torch.clamp(hidden_states, min=-clamp_value, max=clamp_value), hidden_states)
+    elif hidden_states.dtype == torch.float16 and (
+        torch.isinf(hidden_states).any() or torch.isnan(hidden_states).any()
+    ):
         clamp_value = torch.finfo(hidden_states.dtype).max - 1000
-        hidden_states = torch.where(torch.logical_or(torch.isinf(hidden_states).any(), torch.isnan(hidden_states).any()), torch.clamp(hidden_states, min=-clamp_value, max=clamp_value), hidden_states)
+        hidden_states = torch.clamp(hidden_states, min=-clamp_value, max=clamp_value)
     ```
-    Otherwise the fix is compile-only: eager runs the original `if` unchanged (its exceptions, random
-    numbers, gradients, `grad_fn` and aliasing stay as they were), and only the code Dynamo traces
-    gets `torch.where`, behind checks that are Python constants while tracing:
+    The shorter fix, the `if` replaced by `torch.where` in eager too, is not offered: it gives the
+    same values but was slower in eager in every case measured (`perf/eager_short_form.py`, torch
+    2.13 CPU, 32x128 and 4x256x768 tensors, both outcomes: 1.3x to 400x, the fp16 clamp above
+    1.3-2.1x), because `torch.where` computes every branch and the `if` one. Under compile both
+    trace the same graph. Otherwise the compiled path gets `torch.where` behind checks that are
+    Python constants while tracing:
     ```python
     if torch.compiler.is_compiling() and hidden_states.is_floating_point():
         clamp_value = torch.finfo(hidden_states.dtype).max - 1000
@@ -70,7 +80,7 @@ class TensorIfRule(base.GraphMendRule):
     CPU: one graph, forward and gradients equal to the eager original under aot_eager and inductor).
     Accepted shapes: the same names assigned in every branch; `return` in every branch (tuples
     element by element); an `if` without `else` updating a name bound before it
-    (`h = torch.where(c, f(h), h)`); `elif` chains (nested `torch.where`, short form or unsafe). A
+    (`h = torch.where(c, f(h), h)`); `elif` chains (nested `torch.where`, safe or unsafe). A
     static leading conjunct stays a Python `if`; `and`/`or`/`not` over tensor tests become
     `torch.logical_and/or/not`; setup assignments used nowhere else are hoisted out of the branch.
 
@@ -93,10 +103,25 @@ class TensorIfRule(base.GraphMendRule):
     differ) nor `torch.cond` keeps that exact. `draw <= p` and `draw > p` are not rewritten (a draw
     can be 0.0, so the outcome at p = 0.0 is not known).
 
+    The guard is a patch only where p <= 0.0 can reach the test, so it is not offered (a no-op
+    patch) where the source proves p > 0.0 there: an enclosing test or another conjunct excludes it
+    (`if self.training and self.layerdrop > 0.0:`, as transformers 5.x writes it), or every store of
+    the probability in its class is a number literal above 0.0, one of them unconditional in
+    `__init__` (`self.p = 0.5`; a `+=`, a `del` or another value anywhere in the class, e.g. a
+    `disable()` that sets 0.0, and the fix is offered). A parameter default is no such proof:
+    `def __init__(self, p: float = 0.5): self.p = p` (torchvision's flips) gets the fix, whose
+    title names the default, because a caller may pass 0.0 (`RandomHorizontalFlip(p=0.0)`), the
+    very case the guard decides while tracing (one graph instead of a break, measured in
+    `tests/test_fidelity.py`); at the default the guard does not fire (a constant while tracing) and
+    costs nothing. Neither is a config value (`self.layerdrop = config.layerdrop`): configs are loaded
+    with any value. Stores from outside the class (`flip.p = 0.0`), from bases or subclasses, or by
+    `setattr` are not seen: where they exist, the skipped fix is only a missed one, never a wrong one.
+
     ## Fix safety
-    A fix is safe when eager runs the user's code (or code proved identical to it) and the compiled
-    path is proved exact or checked while tracing. The short form (eager too) needs every proof below;
-    the compile-only form needs those marked (compiled):
+    A fix is safe when eager runs the user's code and the compiled path is proved exact or checked
+    while tracing. Where every proof below is made, the compiled path needs no check; otherwise the
+    unproved ones that are Python constants while tracing become its checks (those marked
+    (compiled) are needed for any safe fix):
     - the test is a 0-d tensor (a reduction without `dim`, or a comparison of one with a number):
       `torch.where` broadcasts a larger condition instead of failing like `if`; the compile-only form
       checks `isinstance(limit, (int, float))` when the number is an attribute;
@@ -195,7 +220,8 @@ class TensorIfRule(base.GraphMendRule):
     branches, and what it cannot capture is a hard error, not a graph break (an input returned as
     it is, outputs of different shapes under autograd or of different dtypes, a data-dependent op
     such as `x[mask]` or `x[i]` with a 0-d index, a `print`, a BatchNorm updating its statistics). `if`-chains with a `raise` in an arm are left to GM3xx, and an `if` inside a Python
-    loop to GM104.
+    loop to GM104. A LayerDrop or random-transform test where p > 0.0 is proved (above) keeps its
+    break: the draw decides on every call.
     """
 
     CODE = "GM101"
@@ -256,7 +282,12 @@ class TensorIfRule(base.GraphMendRule):
 
                 def forward(self, x):
                     h = self.proj(x)
-                    y = torch.where(h.sum() > 0, h * 2, h - 1)
+                    if torch.compiler.is_compiling():
+                        y = torch.where(h.sum() > 0, h * 2, h - 1)
+                    elif h.sum() > 0:
+                        y = h * 2
+                    else:
+                        y = h - 1
                     return y
             """,
         ),

@@ -30,7 +30,7 @@ from libcst.metadata import PositionProvider
 from ...analysis import context
 from ..fix import Elsewhere, Fix, NoFix
 from ..syntax import code, flatten
-from .layerdrop_noop import no_fix_reason
+from .layerdrop_noop import default_note, no_fix_reason
 
 
 def _draw(rule, ff, node: cst.BaseExpression) -> bool:
@@ -134,7 +134,8 @@ def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix | 
     noop = no_fix_reason(rule, node, node.test, prob)
     if noop is not None:
         return NoFix(noop)
-    return Fix(node.with_changes(test=test), title=message(prob), needs_torch_import=needs)
+    return Fix(node.with_changes(test=test), title=message(prob) + default_note(rule, node, prob),
+               needs_torch_import=needs)
 
 
 def message(prob: str) -> str:
@@ -208,6 +209,6 @@ def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix |
         line = rule.get_metadata(PositionProvider, assign).start.line
         if tests[0] is not node:  # one fix, on the first test reading the binding
             return Elsewhere(f"{message(prob)} (fixed at the binding of `{n.value}`, line {line})")
-        title = f"{message(prob)} (fix at the binding of `{n.value}`, line {line})"
+        title = f"{message(prob)}{default_note(rule, assign, prob)} (fix at the binding of `{n.value}`, line {line})"
         return Fix(assign.with_changes(value=test), title=title, needs_torch_import=needs, node=assign)
     return None
