@@ -154,3 +154,57 @@ def test_call_that_runs_only_under_compile_becomes_the_helper_call(tmp_path, cap
     assert o_breaks == 1 and f_breaks == 0
     guard = engine.check(ONLY_COMPILED.read_bytes(), Settings(select=("GM2",), log_strategy="guard")).findings
     assert guard and all(f.replacement is None and "runs only under torch.compile" in f.message for f in guard)
+
+
+def test_torch_only_under_a_condition_keeps_the_guard():
+    """transformers' `if is_torch_available(): import torch ...`: a module-level helper would fail to
+    import without torch, so the call is guarded inside the function instead."""
+    src = b'''import logging
+
+from .utils import is_torch_available
+
+logger = logging.getLogger(__name__)
+
+if is_torch_available():
+    import torch
+    from torch import nn
+
+    class M(nn.Module):
+        def forward(self, x):
+            logger.warning("hello")
+            return x
+'''
+    result = engine.check(src, Settings(select=("GM2",)), fix=True)
+    assert result.fixed and b"_graphmend" not in result.source
+    assert b"            if not torch.compiler.is_compiling():\n                logger.warning" in result.source
+
+
+def test_every_file_of_a_run_gets_its_own_helper(tmp_path):
+    """The plan of where the helper goes is per file, under Fixit as under the CLI."""
+    import shutil
+    import subprocess
+    import sys
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(SOURCE)
+    shutil.copytree(tmp_path, tmp_path / "fixit_run", ignore=shutil.ignore_patterns("fixit_run"))
+    cli = subprocess.run([sys.executable, "-m", "graphmend_lint", "check", "--fix", "--no-cache", "a.py", "b.py"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    fixit = [sys.executable, "-m", "fixit", "--rules", "graphmend_lint", "fix", "--automatic", "a.py", "b.py"]
+    subprocess.run(fixit, cwd=tmp_path / "fixit_run", capture_output=True, text=True)
+    for name in ("a.py", "b.py"):
+        # Fixit applies one pass: of the two fixes that put a helper above the class, one is
+        # kept; what it left has no fix that calls a missing helper
+        text = (tmp_path / "fixit_run" / name).read_text()
+        for helper in ("_graphmend_log", "_graphmend_warn"):
+            assert (f"{helper}(" in text) == (f"def {helper}(" in text)
+        assert text.count("def _graphmend_") == 1
+    subprocess.run(fixit, cwd=tmp_path / "fixit_run", capture_output=True, text=True)  # a second run: the rest
+    for folder in (tmp_path, tmp_path / "fixit_run"):
+        for name in ("a.py", "b.py"):
+            text = (folder / name).read_text()
+            assert text.count("def _graphmend_log(") == 1 and text.count("def _graphmend_warn(") == 1, folder
+            compile(text, name, "exec")
+    import ast
+    cli_tree, fixit_tree = (ast.dump(ast.parse((folder / "a.py").read_text())) for folder in (tmp_path, tmp_path / "fixit_run"))
+    assert cli_tree == fixit_tree  # the same code (the CLI also wraps long lines)

@@ -94,6 +94,7 @@ class GraphMendRule(LintRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.ctx = self.get_metadata(FileContextProvider, node)
+        self.__dict__.pop("_helper_top", None)  # report_deferred's plan is per file
         self.ctx.facts  # noqa: B018 - the analysis, made here once for all the rules of the file
 
     # -- the file's context, by the names rules use ---------------------------
@@ -211,41 +212,55 @@ class GraphMendRule(LintRule):
     def report_deferred(self, call: cst.Call, message: str, title: str, kind: str) -> bool:
         """Report `call` with its deferred form; False (nothing reported) when it has none here.
 
-        The module's first deferred site of `kind` brings the helper: its top-level statement is
-        replaced by the helper + the statement with every deferrable site in it rewritten. The
-        helper needs `torch` bound above it: with an import further down, or none in a module
-        kept importable without torch, there is no deferred form."""
+        Every fix stands alone (an editor may apply one finding's edits): a call's fix uses the
+        helper only where the module defines it already. Otherwise the first top-level statement
+        with a deferrable call of `kind` is replaced by the helper + that statement with all this
+        rule's calls in it rewritten, and each of its calls reports that same fix; calls in later
+        statements get their fix in the next pass of `--fix`, once the helper is there. The helper
+        needs `torch` imported at module level above it; else there is no deferred form."""
         if not self.settings.selects(self.CODE) or self.ignore_lint(call):
             return True  # suppressed: nothing reported, and no helper planned
         plan = self._deferred(call, kind)
-        if plan is None or self._in_tensor_branch(call):
+        if plan is None or self._in_tensor_branch(call) or self.torch_free:
             return False
         line, new = plan
         names = ("torch.compiler.is_compiling", "torch.compiler.disable",
                  "torch._dynamo.config.reorderable_logging_functions")
         needs = any(self.spell(n)[1] for n in names)
-        if needs and self.torch_free:
-            return False
+        if defer.HELPERS[kind] in self.facts.scope.index.functions:
+            self.report(line, message, fix=Fix(new, title=title, needs_torch_import=needs), at=call)
+            return True
         top = line
         while not isinstance(self.parent(top), cst.Module):
             top = self.parent(top)
         planned = self.__dict__.setdefault("_helper_top", {})
-        if defer.HELPERS[kind] in self.facts.scope.index.functions or kind in planned:
-            self.report(line, message, fix=Fix(new, title=title, needs_torch_import=needs), at=call)
-            return True
+        if kind not in planned:
+            planned[kind] = self._helper_fix(top, kind, title, needs)
+        if planned[kind] is None:
+            return False
+        first, fix = planned[kind]
+        if top is first:
+            self.report(top, message, fix=fix, at=call)
+        else:
+            where = self.get_metadata(PositionProvider, first).start.line
+            self.report(line, f"{message}; no fix yet: `--fix` defers it in its next pass, once the fix of the "
+                              f"statement at line {where} has added `{defer.HELPERS[kind]}`", at=call)
+        return True
+
+    def _helper_fix(self, top: cst.CSTNode, kind: str, title: str, needs: bool) -> tuple | None:
+        """(top, the fix that puts the helper above `top` and rewrites this rule's calls in it), or
+        None when an import further down may be what binds `torch`."""
         body = list(self.facts.module.body)
         if any(isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
                for stmt in body[body.index(top) + 1:]):
-            return False
-        planned[kind] = top
+            return None
         rewritten = top.visit(defer.ReplaceLines(self._rewrites(top, kind)))
-        helper = defer.helper(self.spell(names[1])[0], self.spell(names[2])[0], kind)
+        helper = defer.helper(self.spell("torch.compiler.disable")[0],
+                              self.spell("torch._dynamo.config.reorderable_logging_functions")[0], kind)
         helper[0] = helper[0].with_changes(leading_lines=[x for x in top.leading_lines if not x.comment])
         blank = [cst.EmptyLine(), cst.EmptyLine()]
         rewritten = rewritten.with_changes(leading_lines=blank + [x for x in top.leading_lines if x.comment])
-        fix = Fix(cst.FlattenSentinel([*helper, rewritten]), title=title, needs_torch_import=needs)
-        self.report(top, message, fix=fix, at=call)
-        return True
+        return top, Fix(cst.FlattenSentinel([*helper, rewritten]), title=title, needs_torch_import=needs)
 
     def is_site(self, call: cst.Call) -> bool:
         """GM2xx: `call` is one this rule reports (print, a log call, a warning) in compiled code."""
