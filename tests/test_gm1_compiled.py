@@ -319,3 +319,71 @@ def test_nested_ternary_with_dropout_before_it():
             exact = backend == "aot_eager"
             assert _same(want, got, exact) and _same(want_g, got_g, exact), (backend, seed)
             assert breaks == 0
+
+
+LAYERDROP_COND = FIXTURES / "GM104" / "invalid_layerdrop_cond.py"
+
+
+def _drop_call(model, args, backend, seed):
+    """`_call`, plus the next random numbers after the forward (the draws must stay in order)."""
+    torch._dynamo.reset()
+    run = model if backend is None else torch.compile(model, backend=backend)
+    x = args[0].detach().clone().requires_grad_()
+    torch.manual_seed(seed)
+    with _graph_breaks() as log:
+        out = run(x, *args[1:])
+    after = torch.rand(4)
+    params = list(model.parameters())
+    grads = torch.autograd.grad(out.sum(), [x, *params], allow_unused=True)
+    torch._dynamo.reset()
+    return out, list(grads), log.count, after
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_layerdrop_cond_unsafe_fix(mode):
+    """LayerDrop 0.5 in four loop shapes (GM104/invalid_layerdrop_cond.py), layers without random ops:
+    the unsafe torch.cond form compiled (aot_eager) gives the eager original's outputs and draws under
+    the same seed with no break (the original breaks in train mode); gradients are equal, except that
+    a skipped layer's parameters get zeros where eager leaves None (what the fix message says). In eval
+    mode the compiled path runs the original loop body: an unconditional draw whose value goes unused
+    is then dropped by AOTAutograd, in the original compiled as in the fixed code."""
+    module, fixed_module = _module(LAYERDROP_COND, "ldo"), _module(LAYERDROP_COND.with_name(LAYERDROP_COND.stem + ".unsafe.fixed.py"), "ldf")
+    torch.manual_seed(0)
+    orig = module.Encoder(0.5).train(mode == "train")
+    fixed = fixed_module.Encoder(0.5).train(mode == "train")
+    fixed.load_state_dict(orig.state_dict())
+    args = (torch.randn(2, 8), torch.ones(2, 8))
+    assert _drop_call(orig, args, "aot_eager", 0)[2] == (1 if mode == "train" else 0)
+    zeros = 0
+    for seed in range(3):
+        want, want_g, _, want_after = _drop_call(orig, args, None, seed)
+        if mode == "eval":
+            want_after = _drop_call(orig, args, "aot_eager", seed)[3]
+        got, got_g, breaks, got_after = _drop_call(fixed, args, "aot_eager", seed)
+        assert torch.equal(want, got) and torch.equal(want_after, got_after) and breaks == 0, seed
+        for w, g in zip(want_g, got_g):
+            if w is None:
+                zeros += g is not None
+                assert g is None or not g.any()
+            else:
+                assert g is not None and torch.allclose(w, g, rtol=1e-5, atol=1e-6), seed
+    assert (zeros > 0) == (mode == "train")
+
+
+def test_layerdrop_cond_dropout_in_the_layer_changes_gradients():
+    """With dropout inside the layers (train mode) the compiled outputs still equal eager's, but the
+    backward of torch.cond re-runs the taken layer with new random numbers: its gradients differ from
+    eager's (the fix message says so; why the fix is unsafe beyond zeros for None)."""
+    module, fixed_module = _module(LAYERDROP_COND, "ldro"), _module(LAYERDROP_COND.with_name(LAYERDROP_COND.stem + ".unsafe.fixed.py"), "ldrf")
+    torch.manual_seed(0)
+    orig = module.Encoder(0.5, dropout=0.3).train()
+    fixed = fixed_module.Encoder(0.5, dropout=0.3).train()
+    fixed.load_state_dict(orig.state_dict())
+    args = (torch.randn(2, 8), torch.ones(2, 8))
+    differ = 0
+    for seed in range(3):
+        want, want_g, _, want_after = _drop_call(orig, args, None, seed)
+        got, got_g, breaks, got_after = _drop_call(fixed, args, "aot_eager", seed)
+        assert torch.equal(want, got) and torch.equal(want_after, got_after) and breaks == 0, seed
+        differ += not torch.allclose(want_g[0], got_g[0], rtol=1e-5, atol=1e-6)
+    assert differ > 0

@@ -15,7 +15,9 @@ Modules, by the seam they serve:
     compile-only form: eager runs the original, Dynamo traces torch.where);
   statement shapes: assign.py (`plan`: assignments, returns), branches.py (the arms of an `if`),
     flow.py and after.py (code around and after it), ifstmt.py (`fix_if`), ternary.py, nested.py
-    (a ternary inside a larger expression), layerdrop.py.
+    (a ternary inside a larger expression), layerdrop.py (the p <= 0.0 guard; layerdrop_draw.py the
+    draw it reads, layerdrop_noop.py where the guard would change nothing, layerdrop_cond.py the unsafe
+    torch.cond form of the loop body for p > 0.0).
 """
 from .branches import arms, raise_only
 from .compiled import is_fallback
