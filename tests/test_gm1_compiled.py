@@ -387,3 +387,50 @@ def test_layerdrop_cond_dropout_in_the_layer_changes_gradients():
         assert torch.equal(want, got) and torch.equal(want_after, got_after) and breaks == 0, seed
         differ += not torch.allclose(want_g[0], got_g[0], rtol=1e-5, atol=1e-6)
     assert differ > 0
+
+
+MODULE_ARM = FIXTURES / "GM101" / "invalid_module_call_arm.py"
+
+
+def test_module_call_with_a_hook_runs_the_if():
+    """A forward hook on the module, or a global one, fails the trace-time check: the `if` runs, so the
+    hook runs as often as in the original compiled (where torch.where alone would run it for the
+    untaken branch too), with the original's results. (A hook on `self.proj` keeps only that `if`'s
+    break; the other arms still compile.)"""
+    orig, inputs = _make(MODULE_ARM, "ho")
+    fixed, _ = _make(MODULE_ARM.with_name(MODULE_ARM.stem + ".fixed.py"), "hf")
+    for register in (lambda f: orig.proj.register_forward_hook(f) and fixed.proj.register_forward_hook(f),
+                     torch.nn.modules.module.register_module_forward_hook):
+        calls: list[str] = []
+        handle = register(lambda m, i, o: calls.append(type(m).__name__))
+        try:
+            for args in inputs[:2]:
+                args = tuple(a.detach() for a in args)
+                with torch.no_grad():
+                    calls.clear()
+                    want, _, want_breaks = _call(orig, args, "aot_eager")
+                    want_calls = sorted(calls)
+                    calls.clear()
+                    got, _, breaks = _call(fixed, args, "aot_eager")
+                assert _same(want, got, exact=True) and sorted(calls) == want_calls and 0 < breaks <= want_breaks
+        finally:
+            if isinstance(handle, torch.utils.hooks.RemovableHandle):
+                handle.remove()
+            for m in (orig.proj, fixed.proj):
+                m._forward_hooks.clear()
+
+
+def test_module_call_dropout_in_train_mode_runs_the_if():
+    """Train-mode Dropout fails `not self.drop.training`: the `if` runs, and draws only where its
+    branch is taken, as in eager (same seed, same outputs); in eval mode one graph."""
+    case = FIXTURES / "GM101" / "invalid_module_call_dropout.py"
+    orig, inputs = _make(case, "do")
+    fixed, _ = _make(case.with_name(case.stem + ".fixed.py"), "df")
+    for train, breaks in ((True, 1), (False, 0)):
+        orig.train(train), fixed.train(train)
+        for seed, args in enumerate(inputs):
+            args = tuple(a.detach() for a in args)
+            with torch.no_grad():
+                want, _, _ = _call(orig, args, seed=seed)
+                got, _, n = _call(fixed, args, "aot_eager", seed=seed)
+            assert _same(want, got, exact=True) and n == breaks, (train, seed)

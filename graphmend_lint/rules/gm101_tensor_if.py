@@ -159,6 +159,19 @@ class TensorIfRule(base.GraphMendRule):
     IndexError) and Inductor (its bounds assertion) raise on the unguarded form; the guarded one
     runs in one graph.
 
+    A torch layer called in a branch (`h = self.proj(h)`, `x = self.norm(x)`, its `__init__` store
+    `self.proj = nn.Linear(...)`: Linear, LayerNorm, ReLU, SiLU, GELU, Tanh, Sigmoid, Identity,
+    Dropout) gets the compile-only form too, behind checks made while tracing: the module is exactly
+    that class (`type(self.proj) is torch.nn.Linear`), it has no forward hooks or pre-hooks and no
+    global ones are registered (a hook would run for the untaken branch), its input is one it accepts
+    (`h.shape[-1] == self.proj.in_features` and the weight's dtype and device; the normalized shape;
+    a floating input; Dropout only in eval mode, where it is the identity and draws nothing). A
+    module called in one branch only also needs gradients off (`not torch.is_grad_enabled()`): its
+    parameters would get zero gradients where the `if` gave none. Measured on torch 2.13 CPU
+    (aot_eager and inductor): under no_grad 2 breaks -> 0 with a Linear and a LayerNorm arm, outputs
+    equal to the eager original on every branch; with gradients on, a hook, or train-mode Dropout,
+    the `if` runs as before.
+
     A `print`, logging or `warnings` call in a branch is left out of the compiled form (under compile
     it does not run, exactly as the GM2xx guard makes it) and stays in the eager code: the fix is then
     compile-only, and the message names the call. The same holds for the guards the GM2xx fixes
@@ -181,8 +194,9 @@ class TensorIfRule(base.GraphMendRule):
     Measured on torch 2.13: the guard is 1 break, the update alone 0.
 
     ## When no fix is offered
-    Branches with other side effects (calls, `+=`, attribute stores) or calls of modules and user
-    functions; indexing in a hoisted setup statement, with `...`/`None`, or by an expression other
+    Branches with other side effects (calls, `+=`, attribute stores) or calls of other modules
+    (BatchNorm updates its running statistics in train mode, Embedding raises on an index out of
+    range, a user module may do anything; a call with keyword arguments) and user functions; indexing in a hoisted setup statement, with `...`/`None`, or by an expression other
     than a name; other operations that may raise only in the untaken branch; a branch value
     that is a Python number or `None` (also a name an enclosing `if x is None` proves None, kept by a
     branch that does not set it); a test proved not 0-d or read as a Python value (`.item()`,
@@ -194,7 +208,9 @@ class TensorIfRule(base.GraphMendRule):
     parameters get zero gradients instead of None (as with `torch.where`), Dynamo traces both
     branches, and what it cannot capture is a hard error, not a graph break (an input returned as
     it is, outputs of different shapes under autograd or of different dtypes, a data-dependent op
-    such as `x[mask]` or `x[i]` with a 0-d index, a `print`, a BatchNorm updating its statistics). `if`-chains with a `raise` in an arm are left to GM3xx, and an `if` inside a Python
+    such as `x[mask]` or `x[i]` with a 0-d index, a `print`, a BatchNorm updating its statistics), and
+    its backward re-runs the taken branch, so dropout inside it gets new random numbers (measured for
+    GM104's LayerDrop form, which offers it as an unsafe fix). `if`-chains with a `raise` in an arm are left to GM3xx, and an `if` inside a Python
     loop to GM104.
     """
 
