@@ -434,3 +434,25 @@ def test_module_call_dropout_in_train_mode_runs_the_if():
                 want, _, _ = _call(orig, args, seed=seed)
                 got, _, n = _call(fixed, args, "aot_eager", seed=seed)
             assert _same(want, got, exact=True) and n == breaks, (train, seed)
+
+
+def test_module_call_unsafe_cond_with_gradients_on():
+    """The unsafe second step (torch.cond for gradients on): compiled with gradients on, no break, the
+    eager original's outputs and input gradients on every branch; the parameters of a module whose
+    branch is not taken get zeros where eager leaves None (what the fix message says)."""
+    orig, inputs = _make(MODULE_ARM, "uo")
+    fixed, _ = _make(MODULE_ARM.with_name(MODULE_ARM.stem + ".unsafe.fixed.py"), "uf")
+    zeros = 0
+    for i, args in enumerate(inputs):
+        want, want_g, _ = _call(orig, args)
+        for backend in ("aot_eager", "inductor"):
+            got, got_g, breaks = _call(fixed, args, backend)
+            exact = backend == "aot_eager"
+            assert _same(want, got, exact) and _same(want_g[:1], got_g[:1], exact) and breaks == 0, (i, backend)
+            for w, g in zip(want_g[1:], got_g[1:]):
+                if w is None:
+                    assert g is None or not g.any()
+                    zeros += g is not None
+                else:
+                    assert _same([w], [g], exact), (i, backend)
+    assert zeros > 0

@@ -170,7 +170,16 @@ class TensorIfRule(base.GraphMendRule):
     parameters would get zero gradients where the `if` gave none. Measured on torch 2.13 CPU
     (aot_eager and inductor): under no_grad 2 breaks -> 0 with a Linear and a LayerNorm arm, outputs
     equal to the eager original on every branch; with gradients on, a hook, or train-mode Dropout,
-    the `if` runs as before.
+    the `if` runs as before. On that form, an arm `h = self.proj(h)` then gets a second, unsafe fix
+    for gradients on: an `elif torch.compiler.is_compiling() and <the same checks>:` (plus
+    `self.proj.out_features == self.proj.in_features` for a Linear: torch.cond needs one output
+    shape) that runs `h = torch.cond(h.sum() > 0, lambda h: self.proj(h), lambda h: h.clone(), (h,))`,
+    before the original `elif`. torch.cond runs the module only where its branch is taken, so no
+    random numbers or hooks run for the other (Dropout is not offered it: the backward of torch.cond
+    re-runs the branch with new random numbers); what changes is that the module's parameters get
+    zero gradients instead of None where the branch is not taken. Measured (torch 2.13 CPU,
+    aot_eager and inductor, gradients on): 0 breaks, outputs and input gradients equal to the eager
+    original, parameter gradients equal except None -> zeros.
 
     A `print`, logging or `warnings` call in a branch is left out of the compiled form (under compile
     it does not run, exactly as the GM2xx guard makes it) and stays in the eager code: the fix is then
@@ -297,8 +306,11 @@ class TensorIfRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None:
             return
-        if where.is_fallback(self, node):
-            return  # the original, kept by a compile-only fix
+        if where.is_fallback(self, node):  # the original, kept by a compile-only fix
+            grad_on = where.fix_module_grad_on(self, node, func) if not context.in_loop(node, self.parent) else None
+            if grad_on is not None:  # a module arm: its compiled form waits for gradients off
+                self.report_fix(node, f"{self.MESSAGE} with gradients on", grad_on, at=node.orelse.test)
+            return
         ff = self.facts.function(func)
         tests = [t for t, _ in where.arms(node) if t is not None]
         flagged = [t for t in tests if where.breaks_on(ff, t)]
