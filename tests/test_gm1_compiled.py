@@ -402,7 +402,7 @@ def test_module_call_with_a_hook_runs_the_if():
     for register in (lambda f: orig.proj.register_forward_hook(f) and fixed.proj.register_forward_hook(f),
                      torch.nn.modules.module.register_module_forward_hook):
         calls: list[str] = []
-        handle = register(lambda m, i, o: calls.append(type(m).__name__))
+        handle = register(lambda m, i, o, calls=calls: calls.append(type(m).__name__))
         try:
             for args in inputs[:2]:
                 args = tuple(a.detach() for a in args)

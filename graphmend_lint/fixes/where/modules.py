@@ -8,8 +8,9 @@ accepted, and the compile-only form checks while tracing (Python constants there
 
   - the runtime type is exactly that class (`type(self.proj) is torch.nn.Linear`: a subclass or a
     swapped-in module may do anything);
-  - no forward hooks or forward pre-hooks on the module, and no global ones
-    (`torch.nn.modules.module._global_forward_hooks`): a hook would run for the untaken branch too;
+  - no forward or backward hooks (nor pre-hooks) on the module, and no global ones
+    (`torch.nn.modules.module._global_forward_hooks`, ...): a hook would run for the untaken branch
+    too (a backward hook where gradients are on: a module also called elsewhere needs no gradients off);
   - the input is valid for the layer, so the call cannot raise (`h.shape[-1] == self.proj.in_features`
     and the weight's dtype and device for Linear, the normalized shape for LayerNorm, a floating
     input for activations);
@@ -37,8 +38,8 @@ from ..syntax import code
 _WEIGHT = "({x}.dtype, {x}.device) == ({m}.weight.dtype, {m}.weight.device)"
 LAYERS: dict[str, str] = {
     "Linear": "{x}.dim() >= 1 and {x}.shape[-1] == {m}.in_features and " + _WEIGHT,
-    "LayerNorm": "{x}.is_floating_point() and tuple({x}.shape[{x}.dim() - len({m}.normalized_shape):]) == "
-                 "tuple({m}.normalized_shape) and ({m}.weight is None or " + _WEIGHT + ")",
+    "LayerNorm": ("{x}.is_floating_point() and tuple({x}.shape[{x}.dim() - len({m}.normalized_shape):]) == "
+                  "tuple({m}.normalized_shape) and ({m}.weight is None or " + _WEIGHT + ")"),
     "ReLU": "{x}.is_floating_point() and not {m}.inplace",
     "SiLU": "{x}.is_floating_point() and not {m}.inplace",
     "GELU": "{x}.is_floating_point()",
@@ -65,13 +66,18 @@ def module_checks(prover, call: cst.Call) -> list[tuple[str, str]] | None:
         return None
     inputs = LAYERS[ctor.rsplit(".", 1)[-1]]
     hooks = code(prover.torch("torch.nn.modules.module"))
-    out = [("a global forward hook (`register_module_forward_hook`) would run for a module call whose branch is "
-            "not taken", f"not ({hooks}._global_forward_hooks or {hooks}._global_forward_pre_hooks)")]
+    global_hooks = (f"not ({hooks}._global_forward_hooks or {hooks}._global_forward_pre_hooks or "
+                    f"{hooks}._global_backward_hooks or {hooks}._global_backward_pre_hooks)")
+    hooked = "a global module hook (`register_module_forward_hook`, ...) would run for a module call whose branch is not taken"
+    out = [(hooked, global_hooks)]
     if not prover.is_tensor(call.args[0].value):  # the same proof as values' (one check for both)
         out.append((f"`{x}` is not provably a tensor", f"isinstance({x}, {code(prover.torch('torch.Tensor'))})"))
-    checks = [f"type({name}) is {code(prover.torch(ctor))}", f"not ({name}._forward_hooks or {name}._forward_pre_hooks)"]
+    own_hooks = (f"not ({name}._forward_hooks or {name}._forward_pre_hooks or {name}._backward_hooks or "
+                 f"{name}._backward_pre_hooks)")
+    checks = [f"type({name}) is {code(prover.torch(ctor))}", own_hooks]
     if inputs:
         checks.append(inputs.format(x=x, m=name))
-    out.append((f"`{name}({x})` is a module call: torch.where runs it where its branch is not taken (checked: its "
-                "type, no hooks, an input it accepts)", " and ".join(checks)))
+    why = (f"`{name}({x})` is a module call: torch.where runs it where its branch is not taken (checked: its "
+           "type, no hooks, an input it accepts)")
+    out.append((why, " and ".join(checks)))
     return out
