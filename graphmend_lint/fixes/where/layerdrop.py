@@ -87,7 +87,7 @@ def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix | 
     test, prob, needs = got
     noop = no_fix_reason(rule, node, node.test, prob)
     if noop is not None:  # p > 0.0 here: the unsafe torch.cond form, where the loop body has its shape
-        return layerdrop_cond.fix(rule, node, func) or NoFix(noop)
+        return layerdrop_cond.fix(rule, node, func) or NoFix(noop + layerdrop_cond.not_offered(rule, node))
     return Fix(node.with_changes(test=test), title=message(prob), needs_torch_import=needs)
 
 
@@ -159,6 +159,7 @@ def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix |
         noop = no_fix_reason(rule, assign, assign.value, prob)
         if noop is not None:
             cond = layerdrop_cond.fix(rule, node, func) if tests[0] is node else None
+            noop += layerdrop_cond.not_offered(rule, node)
             return cond or (NoFix(noop) if tests[0] is node else Elsewhere(f"no fix: {noop}"))
         line = rule.get_metadata(PositionProvider, assign).start.line
         if tests[0] is not node:  # one fix, on the first test reading the binding

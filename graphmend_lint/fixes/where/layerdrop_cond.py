@@ -215,6 +215,14 @@ def _piece(node: cst.BaseExpression) -> str:
     return f"({text})" if isinstance(node, (cst.BooleanOperation, cst.IfExp, cst.Lambda)) else text
 
 
+def not_offered(rule, node: cst.CSTNode) -> str:
+    """What a no-fix reason adds, in a `for` loop, on why the torch.cond form was not offered."""
+    if _loop(rule, node) is None:
+        return ""
+    return ("; the unsafe torch.cond form needs a loop body that ends with the draw, the skip and one layer "
+            "call `h = layer(h, ...)` or `h = layer(h, ...)[0]` (nothing after it)")
+
+
 def message(prob: str) -> str:
     return (f"unsafe fix: under torch.compile only, `torch.cond` skips or runs the layer in the graph, on the same draw "
             f"(with `{prob}` > 0.0 the draw decides on every call; eager runs the loop body unchanged). What changes: "
