@@ -125,7 +125,7 @@ def test_random_stream_kept_under_inductor_fallback_random(case):
 # -- no no-op patches ---------------------------------------------------------------------------
 
 NOOP = {
-    "GM104/invalid_layerdrop_guarded.py": ("GM104", "already keeps `self.layerdrop <= 0.0` away"),
+    "GM104/invalid_layerdrop_cond_refused.py": ("GM104", "`self.layerdrop` defaults to 0.1"),
     "GM101/invalid_random_flip_default.py": ("GM101", "`self.p` defaults to 0.5"),
     "GM202/invalid_compile_only_else.py": ("GM202", "runs only under torch.compile"),
 }
@@ -140,6 +140,20 @@ def test_no_fix_that_leaves_the_trace_unchanged(name):
     code, why = NOOP[name]
     findings = [f for f in engine.check((FIXTURES / name).read_bytes(), Settings(unsafe_fixes=True)).findings if f.code == code]
     assert findings and all(f.replacement is None and why in f.message for f in findings)
+
+
+def test_layerdrop_kept_above_zero_gets_the_cond_form_not_the_guard():
+    """`if self.training and self.layerdrop > 0.0:` around the draw: the p <= 0.0 guard would leave
+    the trace unchanged and is not offered; the unsafe torch.cond form (issue 23) is, which changes it."""
+    from graphmend_lint import engine
+    from graphmend_lint.fixes.safety import Safety
+    from graphmend_lint.settings import Settings
+    source = (FIXTURES / "GM104/invalid_layerdrop_guarded.py").read_bytes()
+    findings = [f for f in engine.check(source, Settings(unsafe_fixes=True)).findings if f.code == "GM104"]
+    assert findings and all(f.safety is Safety.UNSAFE and "torch.cond" in f.message for f in findings)
+    fixed = engine.check(source, Settings(unsafe_fixes=True), fix=True).source
+    fixed = fixed.decode() if isinstance(fixed, bytes) else fixed
+    assert "torch.cond(" in fixed and "<= 0.0 and" not in fixed
 
 
 # -- imports --------------------------------------------------------------------------------------
