@@ -456,3 +456,15 @@ def test_module_call_unsafe_cond_with_gradients_on():
                 else:
                     assert _same([w], [g], exact), (i, backend)
     assert zeros > 0
+
+
+def test_module_call_unsafe_step_says_what_changes():
+    """The second step is reported on the safe form's original `elif`, unsafe, naming the change."""
+    from graphmend_lint import engine
+    from graphmend_lint.fixes.safety import Safety
+    from graphmend_lint.settings import Settings
+    source = MODULE_ARM.with_name(MODULE_ARM.stem + ".fixed.py").read_bytes()
+    findings = engine.check(source, Settings(unsafe_fixes=True)).findings
+    assert [f.safety for f in findings] == [Safety.UNSAFE] * 3
+    assert "`self.proj`'s parameters get zero gradients instead of None" in findings[0].message
+    assert "`self.act` has no parameters" in findings[2].message

@@ -82,7 +82,12 @@ def fix(rule, node: cst.If, func: cst.FunctionDef) -> Fix | None:
         f"if {' and '.join(checks)}:\n"
         f"    {name} = {cond}({code(orig.test)}, lambda {name}: {module}({name}), lambda {name}: {name}.clone(), ({name},))\n")
     new = node.with_changes(orelse=stmt.with_changes(orelse=orig))
+    if kind in ("Linear", "LayerNorm"):
+        changes = (f"`{module}`'s parameters get zero gradients instead of None where the branch is not taken "
+                   "(optimizers with momentum or weight decay then move them)")
+    else:  # no parameters: what is left is torch.cond's own way of failing
+        changes = (f"`{module}` has no parameters, so no gradient changes; but torch.cond fails compilation (an "
+                   "error, not a graph break) where it cannot capture a branch")
     title = (f"unsafe fix: with gradients on, under torch.compile only, torch.cond runs `{module}` only where its branch "
-             f"is taken (eager runs the `if` unchanged); what changes: `{module}`'s parameters get zero gradients "
-             "instead of None where the branch is not taken (optimizers with momentum or weight decay then move them)")
+             f"is taken (eager runs the `if` unchanged); what changes: {changes}")
     return Fix(new, Safety.UNSAFE, title, needs_torch_import=needs)
