@@ -211,9 +211,10 @@ class TensorIfRule(base.GraphMendRule):
     branch that does not set it); a test proved not 0-d or read as a Python value (`.item()`,
     `torch.equal`); `return` in some branches only (an `if` whose arms all return and that is
     followed by `return <value>` is fixed: that `return` is its `else`); a static test after a tensor test. For branches
-    that call modules, `torch.cond(pred, true_fn, false_fn, operands)` under `is_compiling()` is the
+    that call other modules, `torch.cond(pred, true_fn, false_fn, operands)` under `is_compiling()` is the
     manual way out when both branches are free of side effects and mutation and return tensors of
-    equal shape and dtype; it is not offered: measured on torch 2.13 CPU, the untaken branch's
+    equal shape and dtype; it is offered (unsafe) only for the one-statement torch-layer arm above:
+    measured on torch 2.13 CPU, the untaken branch's
     parameters get zero gradients instead of None (as with `torch.where`), Dynamo traces both
     branches, and what it cannot capture is a hard error, not a graph break (an input returned as
     it is, outputs of different shapes under autograd or of different dtypes, a data-dependent op
