@@ -126,7 +126,7 @@ def test_random_stream_kept_under_inductor_fallback_random(case):
 # -- no no-op patches ---------------------------------------------------------------------------
 
 NOOP = {
-    "GM104/invalid_layerdrop_guarded.py": ("GM104", "already keeps `self.layerdrop <= 0.0` away"),
+    "GM104/invalid_layerdrop_cond_refused.py": ("GM104", "`self.layerdrop` is only ever set to 0.1 in its class"),
     "GM101/invalid_random_flip_constant.py": ("GM101", "`self.p` is only ever set to 0.5 in its class"),
 }
 
@@ -172,6 +172,20 @@ def test_flip_default_fix_is_not_a_no_op():
         assert _same(want, got) and torch.equal(want_after, got_after), p
         _, _, before = _run(orig, x, 3, "aot_eager")
         assert before > 1 and graphs == (1 if p == 0.0 else before), (p, before, graphs)
+
+
+def test_layerdrop_kept_above_zero_gets_the_cond_form_not_the_guard():
+    """`if self.training and self.layerdrop > 0.0:` around the draw: the p <= 0.0 guard would leave
+    the trace unchanged and is not offered; the unsafe torch.cond form (issue 23) is, which changes it."""
+    from graphmend_lint import engine
+    from graphmend_lint.fixes.safety import Safety
+    from graphmend_lint.settings import Settings
+    source = (FIXTURES / "GM104/invalid_layerdrop_guarded.py").read_bytes()
+    findings = [f for f in engine.check(source, Settings(unsafe_fixes=True)).findings if f.code == "GM104"]
+    assert findings and all(f.safety is Safety.UNSAFE and "torch.cond" in f.message for f in findings)
+    fixed = engine.check(source, Settings(unsafe_fixes=True), fix=True).source
+    fixed = fixed.decode() if isinstance(fixed, bytes) else fixed
+    assert "torch.cond(" in fixed and "<= 0.0 and" not in fixed
 
 
 # -- imports --------------------------------------------------------------------------------------
