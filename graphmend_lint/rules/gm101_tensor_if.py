@@ -227,6 +227,28 @@ class TensorIfRule(base.GraphMendRule):
     its shape is `x`'s, and the value a number literal; logging in the branch stays in eager.
     Measured on torch 2.13: the guard is 1 break, the update alone 0.
 
+    ### Which form: `torch.where`, `torch.cond`, or the `if` kept
+    The rule the fixes follow, and the measurements behind it (`perf/cond_vs_where.py`,
+    torch 2.13, Inductor on CPU; `perf/results/cond_vs_where/notes.md`):
+    - `torch.where` (safe, compile-only) when both arms are tensor expressions that are proved
+      or checked while tracing to be exact under it (no raise, finite gradients, same shapes):
+      with cheap arms it is the fastest form, 5-20% faster than `torch.cond` (one fused kernel;
+      `cond` runs a predicate kernel, reads it on the host with `.item()`, then the branch's own
+      kernels), and 1.25-1.6x faster than the unfixed `if` in eval; the first call on the other
+      branch costs no compile (the unfixed `if` compiles a new graph: 0.1-6.6 s on CPU).
+    - Its price: both arms run on every compiled call. Arms of a few large Linear layers cost
+      1.6-1.8x the `if` under `torch.where` and the same as the `if` under `torch.cond`. The module
+      arms above are therefore one call of a known torch layer (Linear, LayerNorm, an activation)
+      under `torch.where`; their `torch.cond` step is the form that runs only the taken arm.
+    - `torch.cond` is offered only as an unsafe fix (module arms with gradients on, GM104's
+      LayerDrop with p > 0): its backward gives the untaken branch's parameters zeros instead of
+      None, re-runs the taken branch (dropout inside it then draws new numbers, so gradients
+      differ), and what it cannot capture is a hard compile error, not a break.
+    - The `if` is kept (no fix) where neither form is exact: side effects in an arm, an op that
+      may raise only in the untaken arm and cannot be checked while tracing, a test read as a
+      Python value. A break that remains costs a graph switch per call and a compile per new
+      branch; that is the price of exactness.
+
     ## When no fix is offered
     Branches with other side effects (calls, `+=`, attribute stores) or calls of other modules
     (BatchNorm updates its running statistics in train mode, Embedding raises on an index out of
