@@ -349,8 +349,8 @@ def test_layerdrop_cond_unsafe_fix(mode):
     is then dropped by AOTAutograd, in the original compiled as in the fixed code."""
     module, fixed_module = _module(LAYERDROP_COND, "ldo"), _module(LAYERDROP_COND.with_name(LAYERDROP_COND.stem + ".unsafe.fixed.py"), "ldf")
     torch.manual_seed(0)
-    orig = module.Encoder(0.5).train(mode == "train")
-    fixed = fixed_module.Encoder(0.5).train(mode == "train")
+    orig = module.Encoder().train(mode == "train")
+    fixed = fixed_module.Encoder().train(mode == "train")
     fixed.load_state_dict(orig.state_dict())
     args = (torch.randn(2, 8), torch.ones(2, 8))
     assert _drop_call(orig, args, "aot_eager", 0)[2] == (1 if mode == "train" else 0)
@@ -376,8 +376,8 @@ def test_layerdrop_cond_dropout_in_the_layer_changes_gradients():
     eager's (the fix message says so; why the fix is unsafe beyond zeros for None)."""
     module, fixed_module = _module(LAYERDROP_COND, "ldro"), _module(LAYERDROP_COND.with_name(LAYERDROP_COND.stem + ".unsafe.fixed.py"), "ldrf")
     torch.manual_seed(0)
-    orig = module.Encoder(0.5, dropout=0.3).train()
-    fixed = fixed_module.Encoder(0.5, dropout=0.3).train()
+    orig = module.Encoder(dropout=0.3).train()
+    fixed = fixed_module.Encoder(dropout=0.3).train()
     fixed.load_state_dict(orig.state_dict())
     args = (torch.randn(2, 8), torch.ones(2, 8))
     differ = 0
