@@ -41,7 +41,20 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0:\n    y = h * 2\nelse:\n    y = h - 1\nreturn y\n", "safe", "fix: torch.where"),
     # `return` after the `if` is its else: the compiled path returns torch.where, eager keeps both
     ("if h.sum() > 0:\n    return torch.tanh(h)\nreturn h\n", "safe", "under torch.compile only"),
-    ("if h.sum() > 0:\n    return torch.tanh(h)\nh = h + 1\nreturn h\n", "none", "`return` in some branches only"),
+    # ... also after assignments (#23): the compiled path computes them first; a name they rebind
+    # that the test or the early return reads gets a fresh name there
+    ("if h.sum() > 0:\n    return torch.tanh(h)\nh = h + 1\nreturn h\n", "safe", "under torch.compile only"),
+    ("if h.sum() > 0:\n    return h * 2\ny = h + 1\nz = y.relu()\nreturn z * 3\n", "safe", "under torch.compile only"),
+    # ... an infinite derivative there, or a name read only there (a leaf: zero gradient vs none),
+    # waits for gradients off
+    ("if h.sum() > 0:\n    return h * 2\ny = h.abs().sqrt()\nreturn y\n", "safe", "`sqrt` has an infinite derivative"),
+    ("if h.sum() > 0:\n    return h * 2\nreturn h * self.proj.bias\n", "safe", "`self.proj.bias` is read in one branch only"),
+    ("if h.sum() > 0:\n    return h * 2\ny = h * self.proj.bias\nreturn y + 1\n", "safe", "`self.proj.bias` is read in one"),
+    # ... but not what may raise, nor inside a `try` (its handlers would see the names bound)
+    ("if h.sum() > 0:\n    return h * 2\ny = h @ x\nreturn y\n", "none", "may raise"),
+    ("try:\n    if h.sum() > 0:\n        return h\n    y = h + 1\n    return y\nfinally:\n    pass\n", "none",
+     "inside a `try`"),
+    ("if h.sum() > 0:\n    return h * 2\nprint(h)\nreturn h\n", "none", "`return` in some branches only"),
     # a *_like constructor of a tensor cannot raise
     ("if h.sum() > 0:\n    y = torch.zeros_like(h)\nelse:\n    y = h\nreturn y\n", "safe", "fix: torch.where"),
     ("if h.sum() > 0:\n    y = torch.full_like(x, 0.5)\nelse:\n    y = h\nreturn y\n", "safe", "`isinstance(x, torch.Tensor)`"),

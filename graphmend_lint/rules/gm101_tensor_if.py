@@ -187,7 +187,9 @@ class TensorIfRule(base.GraphMendRule):
     that is a Python number or `None` (also a name an enclosing `if x is None` proves None, kept by a
     branch that does not set it); a test proved not 0-d or read as a Python value (`.item()`,
     `torch.equal`); `return` in some branches only (an `if` whose arms all return and that is
-    followed by `return <value>` is fixed: that `return` is its `else`); a static test after a tensor test. For branches
+    followed by `return <value>` is fixed: that `return` is its `else`, also after assignments
+    `y = ...` that cannot raise, computed first on the compiled path, a name they rebind that the
+    test or an arm reads renamed there; not inside a `try`); a static test after a tensor test. For branches
     that call modules, `torch.cond(pred, true_fn, false_fn, operands)` under `is_compiling()` is the
     manual way out when both branches are free of side effects and mutation and return tensors of
     equal shape and dtype; it is not offered: measured on torch 2.13 CPU, the untaken branch's

@@ -106,11 +106,15 @@ def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
 
 def one_sided(prover: Prover, node: cst.If, a: cst.BaseExpression, b: cst.BaseExpression) -> list[str]:
     """torch.where gives a zero gradient to what only the untaken branch reads, where `if` gave none
-    (`.grad` stays None; optimizers with weight decay or momentum treat the two differently)."""
+    (`.grad` stays None; optimizers with weight decay or momentum treat the two differently). The
+    values are read through the assignments after the `if` that are its `else` arm."""
     if prover.grad_off:
         return []
-    ra, rb = _reads(prover, a), _reads(prover, b)
+    ra, rb = _reads(prover, prover.inlined(a)), _reads(prover, prover.inlined(b))
     inside, everywhere = _reads(prover, node), _reads(prover, prover.func.body)
+    for st in prover.tail:  # the lines after the `if` that are its `else` arm (`return_after`)
+        for name, k in _reads(prover, st).items():
+            inside[name] = inside.get(name, 0) + k
     out = []
     for name in sorted(set(ra) ^ set(rb)):
         if everywhere.get(name, 0) <= inside.get(name, 0):
