@@ -351,8 +351,18 @@ class _Writer:
         """The last statements of the compiled function: a return, maybe in both branches of a test."""
         self.lines, saved = [], self.lines
         form = self.c.pick(["plain", "plain", "both", "ternary", "tuple", "elif", "ternary-nested"])
+        if form == "both" and self.c.chance(0.3):
+            form = "early"  # an early return, then assignments before the last one (#23)
         self.features.add(f"return-{form}")
-        if form == "plain":
+        if form == "early":
+            self.emit(0, f"if {self.tensor_test(0)}:\n    return {self.value()}")
+            tmp = self.fresh("t")
+            self.emit(0, f"{tmp} = {self.value()}")
+            if self.c.chance(0.5):  # rebinds `h`, which the test or the early return may read
+                self.emit(0, f"h = {tmp} * 0.5 + 1\nreturn {self.value()}")
+            else:
+                self.emit(0, f"return {tmp} * 2")
+        elif form == "plain":
             self.emit(0, "return h")
         elif form == "ternary":
             self.emit(0, f"return {self.value()} if {self.tensor_test(0)} else {self.value()}")
