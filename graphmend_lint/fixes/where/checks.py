@@ -13,18 +13,28 @@ from .verdict import FLOAT_DTYPES
 
 class Checks(Values):
     def index_guard(self, n: cst.Subscript) -> tuple[list[str], list[str]] | None:
-        """`x[idx]`, `x[:, 0]`, `x[1:, idx]`: (the tensor indices, the trace-time checks under which the
-        indexing cannot raise once each tensor index is 0 where its branch is not taken), or None for
-        other forms. A tensor index must be a long tensor (not a mask, whose result shape depends on
-        the data) and the dim it indexes non-empty; an integer index within its dim's size."""
+        """`x[idx]`, `x[:, 0]`, `x[1:, idx]`, `m[:, None, :]`, `m[..., None]`: (the tensor indices, the
+        trace-time checks under which the indexing cannot raise once each tensor index is 0 where its
+        branch is not taken), or None for other forms. `x` must have a dim for each index other than
+        `None` and `...` (`x.dim() >= k`); a tensor index must be a long tensor (not a mask, whose
+        result shape depends on the data) and the dim it indexes non-empty; an integer index within
+        its dim's size. After `...` only slices and `None` (their dims count from the end)."""
         base = dotted(n.value)
         if base is None or base.split(".")[0] in self.local or not n.slice:
+            return None
+        parts = [el.slice for el in n.slice]
+        ellipsis = [p for p in parts if isinstance(p, cst.Index) and isinstance(p.value, cst.Ellipsis)]
+        if len(ellipsis) > 1 or ellipsis and not all(
+                isinstance(p, cst.Slice) or _none(p) or p in ellipsis for p in parts):
             return None
         tensor = code(self.torch("torch.Tensor"))
         checks = [] if self.is_tensor(n.value) else [f"isinstance({base}, {tensor})"]
         names: list[str] = []
-        for d, el in enumerate(n.slice):
-            part = el.slice
+        d = 0  # the dim of `x` the next index applies to
+        for part in parts:
+            if _none(part) or part in ellipsis:
+                continue  # a new dim of size 1, or the dims left
+            d += 1
             if isinstance(part, cst.Slice):
                 for bound in (part.lower, part.upper, part.step):
                     if bound is not None and literal_int(bound) is None:
@@ -34,17 +44,19 @@ class Checks(Values):
                 continue
             k = literal_int(part.value)
             if k is not None:
-                checks.append(f"{base}.shape[{d}] > {k}" if k >= 0 else f"{base}.shape[{d}] >= {-k}")
+                checks.append(f"{base}.shape[{d - 1}] > {k}" if k >= 0 else f"{base}.shape[{d - 1}] >= {-k}")
                 continue
             name = dotted(part.value)
             if name is None or name in ("None", "True", "False") or name.split(".")[0] in self.local:
                 return None
             is_t = "" if self.is_tensor(part.value) else f"isinstance({name}, {tensor}) and "
             checks.append(f"{is_t}{name}.dtype == {code(self.torch('torch.long'))}")
-            checks.append(f"{base}.shape[{d}] > 0")
+            checks.append(f"{base}.shape[{d - 1}] > 0")
             names.append(name)
-        if len(checks) == (0 if self.is_tensor(n.value) else 1):
-            return names, []  # slices with literal bounds: they cannot raise
+        if d:  # too many indices raise; a 0-d tensor takes no slice
+            checks.insert(0 if self.is_tensor(n.value) else 1, f"{base}.dim() >= {d}")
+        if not checks:
+            return names, []  # only `None` and `...`: they cannot raise
         return names, list(dict.fromkeys(checks))
 
     def tensor_data(self, call: cst.Call) -> tuple[str | None, str | None]:
@@ -109,3 +121,9 @@ class Checks(Values):
             check = f"isinstance({name}, {code(self.torch('torch.Tensor'))}) and {check}"
         verb = "warns on fewer than two elements" if least else "raises on an empty tensor"
         return f"`{code(call.func)}` {verb} when its branch is not taken", check
+
+
+def _none(part: cst.BaseSlice) -> bool:
+    """The index `None` (a new dim of size 1)."""
+    return isinstance(part, cst.Index) and isinstance(part.value, cst.Name) and part.value.value == "None"
+
