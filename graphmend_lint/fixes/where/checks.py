@@ -6,7 +6,7 @@ import libcst as cst
 
 from ...analysis import tables as T
 from ...analysis.bindings import dotted
-from ..syntax import code, literal_int
+from ..syntax import code, literal_int, strip_parens
 from .values import Values
 from .verdict import FLOAT_DTYPES
 
@@ -58,6 +58,64 @@ class Checks(Values):
         if not checks:
             return names, []  # only `None` and `...`: they cannot raise
         return names, list(dict.fromkeys(checks))
+
+    def masked_fill(self, call: cst.Call) -> tuple[str, str | None] | None:
+        """`x.masked_fill(m, v)` (or `torch.masked_fill(x, m, v)`) raises unless `m` is a bool tensor
+        that broadcasts to `x` and `v` fits `x`'s dtype; when its branch is not taken the `if` never
+        ran it. (missing proof, trace-time check or None) for such a call, None for other calls.
+        The mask: a name, a name with basic indexing (its index checked by `index_guard`, visited
+        first), or one compared with a number (bool, the name's shape). The broadcast checked keeps
+        `x`'s shape. The value: a number literal, `float("-inf")`-like, `torch.finfo(x.dtype).min`."""
+        op, recv, rest = self.op_name(call)
+        if op != "masked_fill" or recv is None:
+            return None
+        why = (f"`{code(call)}` raises when its branch is not taken unless the mask is a bool tensor that "
+               f"broadcasts to `{code(recv)}` and the value fits its dtype")
+        x = dotted(recv)
+        if x is None or x.split(".")[0] in self.local or len(rest) != 2 or any(a.keyword or a.star for a in rest):
+            return why, None
+        mask, value = strip_parens(rest[0].value), rest[1].value
+        if isinstance(mask, cst.Comparison) and len(mask.comparisons) == 1 and self.number(mask.comparisons[0].comparator)[0]:
+            shaped, bool_dtype = strip_parens(mask.left), True
+        else:
+            shaped, bool_dtype = mask, False
+        base = shaped.value if isinstance(shaped, cst.Subscript) else shaped
+        if dotted(base) is None or dotted(base).split(".")[0] in self.local:
+            return why, None
+        tensor = code(self.torch("torch.Tensor"))
+        m = code(shaped)
+        out = [] if self.is_tensor(recv) else [f"isinstance({x}, {tensor})"]
+        if not isinstance(shaped, cst.Subscript) and not self.is_tensor(shaped):
+            out.append(f"isinstance({m}, {tensor})")  # a subscript's base: checked by index_guard
+        if not bool_dtype:
+            out.append(f"{m}.dtype == {code(self.torch('torch.bool'))}")
+        out.append(f"{m}.dim() <= {x}.dim() and all(a in (1, b) for a, b in zip({m}.shape[::-1], {x}.shape[::-1]))")
+        fits = self._fill_value(value, x)
+        if fits is None:
+            return why, None
+        return why, " and ".join(out + fits)
+
+    def _fill_value(self, value: cst.BaseExpression, x: str) -> list[str] | None:
+        """The checks under which `masked_fill` can store `value` in `x` (it raises on overflow, on
+        -inf in an integer dtype), or None when `value` is of no known form."""
+        floating = [] if self.is_float(cst.parse_expression(x)) else [f"{x}.is_floating_point()"]
+        if isinstance(value, cst.Call) and code(value.func) == "float" and len(value.args) == 1 and \
+                isinstance(value.args[0].value, cst.SimpleString) and \
+                value.args[0].value.evaluated_value.strip().lower() in ("inf", "-inf", "+inf", "nan", "infinity", "-infinity"):
+            return floating
+        if isinstance(value, cst.Attribute) and value.attr.value in ("min", "max") and isinstance(value.value, cst.Call) \
+                and self.b.qualify(value.value.func) == "torch.finfo" and len(value.value.args) == 1:
+            arg = value.value.args[0].value
+            return floating if code(arg) == f"{x}.dtype" else None
+        inner = value.expression if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus) else value
+        if not isinstance(inner, (cst.Integer, cst.Float)):
+            return None
+        v = float(inner.evaluated_value)
+        if v > 3e38:
+            return None
+        if v in (0.0, 1.0) and inner is value:
+            return []  # every dtype holds 0 and 1 (not -1: uint8)
+        return floating + ([f"{x}.dtype != {code(self.torch('torch.float16'))}"] if v > 65504 else [])
 
     def tensor_data(self, call: cst.Call) -> tuple[str | None, str | None]:
         """`torch.tensor(self.factors, dtype=torch.float32, device=x.device)`: it cannot raise when the

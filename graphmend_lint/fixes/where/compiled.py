@@ -68,7 +68,8 @@ SHAPE_ONLY = {"shape", "dtype", "device", "size", "dim", "ndim", "numel", "is_fl
 
 def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
     """Names (and `self.x` chains) whose values `e` reads, not counting the data argument of a
-    constructor (`torch.tensor(self.factors)` copies it, with no autograd link) or `.shape`-like reads."""
+    constructor (`torch.tensor(self.factors)` copies it, with no autograd link), the mask of
+    `masked_fill` (bool) or `.shape`-like reads."""
     found: dict[str, int] = {}
 
     class V(cst.CSTVisitor):
@@ -76,6 +77,17 @@ def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
             if prover.b.qualify(n.func) in T.CONSTRUCTORS:
                 for a in n.args[1:]:
                     a.value.visit(self)
+                return False
+            if isinstance(n.func, cst.Name) and n.func.value in T.PURE_BUILTINS:  # `float("-inf")`
+                for a in n.args:
+                    a.value.visit(self)
+                return False
+            op, _, rest = prover.op_name(n)
+            if op == "masked_fill" and rest:  # its mask is a bool tensor: never differentiable
+                n.func.visit(self)
+                for a in n.args:
+                    if a is not rest[0]:
+                        a.value.visit(self)
                 return False
             return True
 

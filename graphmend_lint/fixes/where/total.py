@@ -64,6 +64,12 @@ class _Walk(cst.CSTVisitor):
             self._constructor(n)
         self._float_only(n)
 
+    def leave_Call(self, n: cst.Call) -> None:
+        """After its arguments (their index checks come first): what `masked_fill` needs."""
+        found = self.prover.masked_fill(n)
+        if found is not None:
+            self._miss(*found)
+
     def _constructor(self, n: cst.Call) -> None:
         """A constructor's arguments: a missing proof, checked while tracing when it can be."""
         why, check = self.prover.tensor_data(n)
@@ -122,6 +128,9 @@ class Totality(Checks):
             return None  # checked with its attribute (see number())
         if q in ("torch.logical_and", "torch.logical_or", "torch.logical_not") or q in T.CONSTRUCTORS:
             return None  # constructors: see total(), which makes their arguments a missing proof
+        if isinstance(call.func, cst.Name) and call.func.value == "float" and len(call.args) == 1 and \
+                isinstance(call.args[0].value, cst.SimpleString) and not call.args[0].keyword:
+            return None  # `float("-inf")`: a ValueError only on other strings, which masked_fill's check rules out
         op, recv, rest = self.op_name(call)
         name = code(call.func)
         if op is None or recv is None:
