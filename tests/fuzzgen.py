@@ -271,9 +271,22 @@ class _Writer:
         """Shapes a torch.where rewrite gets wrong: in-place updates, aliases, Python numbers, while."""
         self.features.add("tricky")
         test = self.tensor_test(indent)
-        form = self.c.pick(["inplace", "alias", "scalar", "while", "functional", "method"])
+        form = self.c.pick(["inplace", "alias", "scalar", "while", "functional", "method", "masked"])
         self.features.add(f"tricky-{form}")
-        if form == "inplace":
+        if form == "masked":  # a mask test guarding a masked update, the mask maybe indexed (#23)
+            name, k = self.control(indent, derive=False)
+            self.controls[k] |= {"pos", "neg"}  # all True, all False
+            mask = self.fresh("m")
+            self.emit(indent, f"{mask} = {name} > 0")
+            value = self.c.pick(["0.0", "-1.0", "2.5", "-1e9", "1"])
+            if self.c.chance(0.5):
+                idx = self.c.pick(["", "[0]", "[:, 0:1]", "[..., :]", "[1:]"])
+                self.emit(indent, f"if {mask}.any():\n    h = h.masked_fill({mask}{idx}, {value})")
+            else:
+                idx = self.c.pick(["", "[...]", "[:, :]", "[:2]"])
+                self.emit(indent, self.fmt(f"buf = {{t}}.zeros_like(h.detach())\nif {mask}.sum() != 0:\n"
+                                           f"    buf[{mask}{idx}] = {value}\nh = h + buf"))
+        elif form == "inplace":
             self.emit(indent, f"if {test}:\n    h = h.clone()\n    h.add_(1)\nelse:\n    h = h * 2")
         elif form == "alias":
             self.emit(indent, f"keep = h\nif {test}:\n    h = h * 2\nkeep.mul_(1.0)\nh = h + keep")
