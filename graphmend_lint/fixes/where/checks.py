@@ -84,9 +84,16 @@ class Checks(Values):
             return why, None
         tensor = code(self.torch("torch.Tensor"))
         m = code(shaped)
-        out = [] if self.is_tensor(recv) else [f"isinstance({x}, {tensor})"]
-        if not isinstance(shaped, cst.Subscript) and not self.is_tensor(shaped):
-            out.append(f"isinstance({m}, {tensor})")  # a subscript's base: checked by index_guard
+        out = []
+        if isinstance(shaped, cst.Subscript):  # the index first (its dims), here rather than apart:
+            guard = self.index_guard(shaped)  # the checks are sorted, isinstance ones first
+            if guard is None or guard[0]:
+                return why, None
+            out += guard[1]
+        elif not self.is_tensor(shaped):
+            out.append(f"isinstance({m}, {tensor})")
+        if not self.is_tensor(recv):
+            out.append(f"isinstance({x}, {tensor})")
         if not bool_dtype:
             out.append(f"{m}.dtype == {code(self.torch('torch.bool'))}")
         out.append(f"{m}.dim() <= {x}.dim() and all(a in (1, b) for a, b in zip({m}.shape[::-1], {x}.shape[::-1]))")
