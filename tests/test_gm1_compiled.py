@@ -23,7 +23,9 @@ CASES = [c for c in fixture_cases() if (c.parent.name.startswith("GM10") or c.pa
          and c.with_name(c.stem + ".fixed.py").exists()]
 # fixes whose compiled form waits for gradients off (inference): with gradients on the `if` runs
 GRAD_OFF = [c for c in CASES if grad_off_fix(c)]
-INDUCTOR = ["GM101/invalid_shape_mismatch.py", "GM101/invalid_branch_only_indexing.py", "GM101/invalid_reduction_maybe_empty.py", "GM101/invalid_unknown_dtype.py", "GM104/invalid_layerdrop_encoder.py"]
+INDUCTOR = ["GM101/invalid_shape_mismatch.py", "GM101/invalid_branch_only_indexing.py", "GM101/invalid_reduction_maybe_empty.py",
+            "GM101/invalid_unknown_dtype.py", "GM104/invalid_layerdrop_encoder.py", "GM101/invalid_return_after_setups.py",
+            "GM101/invalid_masked_fill_indexed.py"]
 
 
 def _module(path, tag):
