@@ -3,7 +3,9 @@
 `plan(prover, node)` -> (Verdict, replacement or None). Accepted shapes:
   - every arm assigns names (`y = ...`), optionally after setup assignments whose names are not
     used anywhere else (they are hoisted); a name missing from an arm keeps its prior value;
-  - every arm ends in `return <value>` (an `else` is required);
+  - every arm ends in `return <value>` (an `else` is required, or the `return` after the `if` is
+    one, maybe after assignments: `branches.return_after`; their names are renamed in the compiled
+    form where the tests or other arms read them, and proofs read values through them, inline.py);
   - a static leading conjunct (`h.dtype == torch.float16 and ...`) of an `if` without `else`
     stays a Python `if` around the fix.
 """
