@@ -54,7 +54,13 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0:\n    return h * 2\ny = h @ x\nreturn y\n", "none", "may raise"),
     ("try:\n    if h.sum() > 0:\n        return h\n    y = h + 1\n    return y\nfinally:\n    pass\n", "none",
      "inside a `try`"),
-    ("if h.sum() > 0:\n    return h * 2\nprint(h)\nreturn h\n", "none", "`return` in some branches only"),
+    # ... logging there is left to eager (GM2xx guards it the same way); other calls are side effects
+    ("if h.sum() > 0:\n    return h * 2\nprint(h)\nreturn h\n", "safe", "`print(...)` runs in eager only"),
+    ("if h.sum() > 0:\n    return h * 2\nself.tap(h)\ny = h + 1\nreturn y\n", "none", "side effects"),
+    ("if h.sum() > 0:\n    return h * 2\ny = h + 1\nif self.training:\n    y = y * 2\nreturn y\n", "none",
+     "cannot express"),
+    ("if h.sum() > 0:\n    return h * 2\nfor i in range(2):\n    h = h + 1\nreturn h\n", "none",
+     "`return` in some branches only"),
     # a *_like constructor of a tensor cannot raise
     ("if h.sum() > 0:\n    y = torch.zeros_like(h)\nelse:\n    y = h\nreturn y\n", "safe", "fix: torch.where"),
     ("if h.sum() > 0:\n    y = torch.full_like(x, 0.5)\nelse:\n    y = h\nreturn y\n", "safe", "`isinstance(x, torch.Tensor)`"),

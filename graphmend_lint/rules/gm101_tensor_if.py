@@ -195,7 +195,8 @@ class TensorIfRule(base.GraphMendRule):
     `torch.equal`); `return` in some branches only (an `if` whose arms all return and that is
     followed by `return <value>` is fixed: that `return` is its `else`, also after assignments
     `y = ...` that cannot raise, computed first on the compiled path, a name they rebind that the
-    test or an arm reads renamed there; not inside a `try`); a static test after a tensor test. For branches
+    test or an arm reads renamed there, log calls among them left to eager; not inside a `try`); a
+    static test after a tensor test. For branches
     that call modules, `torch.cond(pred, true_fn, false_fn, operands)` under `is_compiling()` is the
     manual way out when both branches are free of side effects and mutation and return tensors of
     equal shape and dtype; it is not offered: measured on torch 2.13 CPU, the untaken branch's
