@@ -106,10 +106,12 @@ class Checks(Values):
         """The checks under which `masked_fill` can store `value` in `x` (it raises on overflow, on
         -inf in an integer dtype), or None when `value` is of no known form."""
         floating = [] if self.is_float(cst.parse_expression(x)) else [f"{x}.is_floating_point()"]
-        if isinstance(value, cst.Call) and code(value.func) == "float" and len(value.args) == 1 and \
-                isinstance(value.args[0].value, cst.SimpleString) and \
-                value.args[0].value.evaluated_value.strip().lower() in ("inf", "-inf", "+inf", "nan", "infinity", "-infinity"):
-            return floating
+        parsed = float_literal(value) if isinstance(value, cst.Call) else None
+        if parsed is not None:
+            v = abs(parsed)
+            if v != v or v == float("inf"):  # nan, inf: every floating dtype holds them
+                return floating
+            return None if v > 3e38 else floating + ([f"{x}.dtype != {code(self.torch('torch.float16'))}"] if v > 65504 else [])
         if isinstance(value, cst.Attribute) and value.attr.value in ("min", "max") and isinstance(value.value, cst.Call) \
                 and self.b.qualify(value.value.func) == "torch.finfo" and len(value.value.args) == 1:
             arg = value.value.args[0].value
@@ -191,4 +193,16 @@ class Checks(Values):
 def _none(part: cst.BaseSlice) -> bool:
     """The index `None` (a new dim of size 1)."""
     return isinstance(part, cst.Index) and isinstance(part.value, cst.Name) and part.value.value == "None"
+
+
+def float_literal(call: cst.Call) -> float | None:
+    """The value of `float("<literal>")` when Python parses the string (`float("-inf")`), else None."""
+    if not (isinstance(call.func, cst.Name) and call.func.value == "float" and len(call.args) == 1
+            and isinstance(call.args[0].value, cst.SimpleString) and call.args[0].keyword is None
+            and not call.args[0].star):
+        return None
+    try:
+        return float(call.args[0].value.evaluated_value)
+    except (ValueError, TypeError):
+        return None
 

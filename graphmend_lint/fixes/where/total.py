@@ -7,7 +7,7 @@ import libcst as cst
 from ...analysis import tables as T
 from ...analysis.bindings import dotted
 from ..syntax import code, strip_parens
-from .checks import Checks
+from .checks import Checks, float_literal
 from .values import any_tensor_dims
 from .verdict import Verdict
 
@@ -137,9 +137,8 @@ class Totality(Checks):
             return None  # checked with its attribute (see number())
         if q in ("torch.logical_and", "torch.logical_or", "torch.logical_not") or q in T.CONSTRUCTORS:
             return None  # constructors: see total(), which makes their arguments a missing proof
-        if isinstance(call.func, cst.Name) and call.func.value == "float" and len(call.args) == 1 and \
-                isinstance(call.args[0].value, cst.SimpleString) and not call.args[0].keyword:
-            return None  # `float("-inf")`: a ValueError only on other strings, which masked_fill's check rules out
+        if float_literal(call) is not None:
+            return None  # `float("-inf")`: it parses
         op, recv, rest = self.op_name(call)
         name = code(call.func)
         if op is None or recv is None:
