@@ -64,6 +64,14 @@ def applicable(f, s: settings_mod.Settings) -> bool:
     )
 
 
+def _made_by(f, todo: list) -> bool:
+    """`f`'s fix is applied, or made by an applied fix of its rule that spans it (a deferred
+    helper's fix rewrites every call of its rule in the statement it replaces)."""
+    return any(f is k or (f.code == k.code and f.code.startswith("GM2")
+                          and k.fix_range[:2] <= f.fix_range[:2] and f.fix_range[2:] <= k.fix_range[2:])
+               for k in todo)
+
+
 def _non_overlapping(fixes: list) -> list:
     """Outermost first; a fix inside (or equal to) an already kept span waits for the next pass."""
     kept: list = []
@@ -269,14 +277,16 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: exter
     if fix:
         original = ctx.code()
         for _ in range(MAX_FIX_PASSES):
-            todo = _non_overlapping([f for f in findings if applicable(f, s)])
+            allowed = [f for f in findings if applicable(f, s)]
+            todo = _non_overlapping(allowed)
             if not todo:
                 break
             new = apply_fixes(ctx.module, todo, ctx.parents)
             if ctx.code(new) == ctx.code():
                 break
-            fixed += len(todo)
-            codes.update(f.code for f in todo)
+            done = [f for f in allowed if _made_by(f, todo)]
+            fixed += len(done)
+            codes.update(f.code for f in done)
             code = finish(ctx, original, new).bytes
             ctx = FileContext(cst.parse_module(code), s, ext, code)  # each pass lints finished code
             findings = lint(ctx)

@@ -28,7 +28,7 @@ class Settings:
     exclude: tuple[str, ...] = ()
     unsafe_fixes: bool = False
     compiled_scope: str = "reachable"
-    log_strategy: str = "guard"
+    log_strategy: str = "defer"
     # Project index (analysis/project.py): qualified names or fnmatch patterns of what it cannot see.
     module_bases: tuple[str, ...] = ()  # classes whose subclasses are nn.Modules
     compiled_functions: tuple[str, ...] = ()  # defs ("pkg.mod.f", "pkg.mod.Cls.m") that run compiled
@@ -156,7 +156,7 @@ def from_table(table: dict, root: Path | None = None, line_length: int = 88) -> 
     scope = table.get("compiled-scope", "reachable")
     if scope not in SCOPES:
         raise ConfigError(f"[tool.graphmend] compiled-scope must be one of {SCOPES}")
-    strategy = table.get("log-strategy", "guard")
+    strategy = table.get("log-strategy", "defer")
     if strategy not in LOG_STRATEGIES:
         raise ConfigError(f"[tool.graphmend] log-strategy must be one of {LOG_STRATEGIES}")
     s = replace(s, unsafe_fixes=unsafe, compiled_scope=scope, log_strategy=strategy,

@@ -7,6 +7,8 @@ records, warnings or module state), more breaks after the fix.
 """
 from __future__ import annotations
 
+import re
+
 import contextlib
 import io
 import logging
@@ -242,8 +244,8 @@ def check_program(source: str, harness: str = "", *, eager: bool = True, breaks:
         except SyntaxError as e:
             out.fail("unparsable", f"{name} fix: {e.msg} at line {e.lineno}")
             continue
-        if b"graphmend" in result.source:
-            out.fail("imports-linter", f"{name} fix mentions graphmend")
+        if re.search(rb"graphmend(?!_(print|log|warn)\b|-lint: torch.compile runs it after)", result.source):
+            out.fail("imports-linter", f"{name} fix mentions graphmend (beyond the deferred helpers it defines)")
         if idempotence and result.fixed:
             try:
                 again = engine.check(result.source, s, fix=True).source

@@ -162,7 +162,7 @@ def test_readme_pytest_gate_fails_before_fix_and_passes_after(project, tmp_path)
     text = before.stdout
     assert "mypkg/model.py:12: GB0059 Failed to trace builtin operator" in text
     assert "mypkg/model.py:13: GB0170 Data-dependent branching" in text
-    assert "-> GM201 [safe fix]" in text and "+        h = torch.where(h.sum() > 0, h * 2, h - 1)" in text
+    assert "-> GM201 [safe fix]" in text and "+            h = torch.where(h.sum() > 0, h * 2, h - 1)" in text
     report = "\n".join(ln for ln in text.splitlines() if ln.startswith("E   "))
     assert "site-packages" not in report and "torch/" not in report and str(tmp_path) not in report
     fix = subprocess.run(["graphmend-lint", "check", "--fix", "mypkg"], cwd=project, env=env, capture_output=True,

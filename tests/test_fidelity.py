@@ -18,6 +18,7 @@ from torch._dynamo.testing import CompileCounterWithBackend
 
 TRANSFORM = FIXTURES / "GM101" / "invalid_random_transform.py"
 LAYERDROP = FIXTURES / "GM104" / "invalid_layerdrop_encoder.py"
+FLIP = FIXTURES / "GM101" / "invalid_random_flip_param_default.py"  # p defaults to 0.5; make() passes 0.0
 
 
 def _load(path, tag):
@@ -75,7 +76,7 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
-@pytest.mark.parametrize("case", [TRANSFORM, LAYERDROP], ids=lambda p: p.stem)
+@pytest.mark.parametrize("case", [TRANSFORM, LAYERDROP, FLIP], ids=lambda p: p.stem)
 def test_random_stream_kept_under_aot_eager(case, train):
     """aot_eager with its defaults (no fallback_random): equal outputs and the same next random
     numbers as the eager original, and the break gone (one graph per call site)."""
@@ -86,7 +87,7 @@ def test_random_stream_kept_under_aot_eager(case, train):
         want, want_after, _ = _run(orig, x, seed)
         got, got_after, graphs = _run(fixed, x, seed, "aot_eager")
         assert _same(want, got) and torch.equal(want_after, got_after), (seed, want_after, got_after)
-        if train or case is TRANSFORM:
+        if train or case is not LAYERDROP:
             assert graphs == 1
 
 
@@ -125,21 +126,66 @@ def test_random_stream_kept_under_inductor_fallback_random(case):
 # -- no no-op patches ---------------------------------------------------------------------------
 
 NOOP = {
-    "GM104/invalid_layerdrop_guarded.py": ("GM104", "already keeps `self.layerdrop <= 0.0` away"),
-    "GM101/invalid_random_flip_default.py": ("GM101", "`self.p` defaults to 0.5"),
-    "GM202/invalid_compile_only_else.py": ("GM202", "runs only under torch.compile"),
+    "GM104/invalid_layerdrop_cond_refused.py": ("GM104", "`self.layerdrop` is only ever set to 0.1 in its class"),
+    "GM101/invalid_random_flip_constant.py": ("GM101", "`self.p` is only ever set to 0.5 in its class"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(NOOP))
 def test_no_fix_that_leaves_the_trace_unchanged(name):
     """A guard that Dynamo would trace the same way as the original (an enclosing test already
-    excludes p <= 0.0, a default above 0.0, a warning that runs only compiled) is not offered."""
+    excludes p <= 0.0, a class that only ever sets p to 0.5, a warning that runs only compiled) is
+    not offered."""
     from graphmend_lint import engine
     from graphmend_lint.settings import Settings
     code, why = NOOP[name]
     findings = [f for f in engine.check((FIXTURES / name).read_bytes(), Settings(unsafe_fixes=True)).findings if f.code == code]
     assert findings and all(f.replacement is None and why in f.message for f in findings)
+
+
+@pytest.mark.parametrize("name,default", [("invalid_random_flip_param_default.py", "0.5"),
+                                          ("invalid_random_flip_constant_reset.py", None)])
+def test_fix_offered_where_p_may_be_zero(name, default):
+    """A parameter default above 0.0, or a class that also sets p to 0.0 elsewhere: no proof of
+    p > 0.0, so the guard is offered (and names the default, where there is one)."""
+    from graphmend_lint import engine
+    from graphmend_lint.settings import Settings
+    (f,) = [f for f in engine.check((FIXTURES / "GM101" / name).read_bytes(), Settings()).findings if f.code == "GM101"]
+    assert f.replacement is not None and f.safety.value == "safe"
+    assert (f"`self.p` defaults to {default} (`__init__`)" in f.message) == (default is not None)
+
+
+def test_flip_default_fix_is_not_a_no_op():
+    """torchvision's `p: float = 0.5` proves nothing about a caller's p. The fixed flip, compiled
+    (aot_eager), gives eager's outputs and random stream at both values; at p = 0.0 the guard
+    removes the break (one graph), at the default the break stays (as many graphs as the original
+    compiled)."""
+    orig_mod, fixed_mod = _load(FLIP, "o3"), _load(_fixed(FLIP), "f3")
+    x = torch.randn(2, 8)
+    for p in (0.0, 0.5):
+        torch.manual_seed(0)
+        orig = _with_dropout(orig_mod.Model(p=p)).train()
+        fixed = _with_dropout(fixed_mod.Model(p=p)).train()
+        fixed.load_state_dict(orig.state_dict())
+        want, want_after, _ = _run(orig, x, 3)
+        got, got_after, graphs = _run(fixed, x, 3, "aot_eager")
+        assert _same(want, got) and torch.equal(want_after, got_after), p
+        _, _, before = _run(orig, x, 3, "aot_eager")
+        assert before > 1 and graphs == (1 if p == 0.0 else before), (p, before, graphs)
+
+
+def test_layerdrop_kept_above_zero_gets_the_cond_form_not_the_guard():
+    """`if self.training and self.layerdrop > 0.0:` around the draw: the p <= 0.0 guard would leave
+    the trace unchanged and is not offered; the unsafe torch.cond form (issue 23) is, which changes it."""
+    from graphmend_lint import engine
+    from graphmend_lint.fixes.safety import Safety
+    from graphmend_lint.settings import Settings
+    source = (FIXTURES / "GM104/invalid_layerdrop_guarded.py").read_bytes()
+    findings = [f for f in engine.check(source, Settings(unsafe_fixes=True)).findings if f.code == "GM104"]
+    assert findings and all(f.safety is Safety.UNSAFE and "torch.cond" in f.message for f in findings)
+    fixed = engine.check(source, Settings(unsafe_fixes=True), fix=True).source
+    fixed = fixed.decode() if isinstance(fixed, bytes) else fixed
+    assert "torch.cond(" in fixed and "<= 0.0 and" not in fixed
 
 
 # -- imports --------------------------------------------------------------------------------------

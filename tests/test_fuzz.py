@@ -152,7 +152,7 @@ def test_oracle_catches_a_wrong_fix(monkeypatch):
     def wrong(source, s, fix=False):
         result = real(source, s, fix=fix)
         if fix and result.fixed:
-            result.source = result.source.replace(b"print(", b"print('changed', ")
+            result.source = result.source.replace(b"print('x'", b"print('changed', 'x'")
         return result
 
     monkeypatch.setattr(fuzzcheck.engine, "check", wrong)

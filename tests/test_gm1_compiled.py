@@ -343,3 +343,152 @@ def test_masked_checks_fall_back_to_the_if(name, breaks):
         got, got_g, n = _call(fixed, (*head, pad), "aot_eager")
         assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True), pad
         assert n == expected, pad
+
+
+LAYERDROP_COND = FIXTURES / "GM104" / "invalid_layerdrop_cond.py"
+
+
+def _drop_call(model, args, backend, seed):
+    """`_call`, plus the next random numbers after the forward (the draws must stay in order)."""
+    torch._dynamo.reset()
+    run = model if backend is None else torch.compile(model, backend=backend)
+    x = args[0].detach().clone().requires_grad_()
+    torch.manual_seed(seed)
+    with _graph_breaks() as log:
+        out = run(x, *args[1:])
+    after = torch.rand(4)
+    params = list(model.parameters())
+    grads = torch.autograd.grad(out.sum(), [x, *params], allow_unused=True)
+    torch._dynamo.reset()
+    return out, list(grads), log.count, after
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_layerdrop_cond_unsafe_fix(mode):
+    """LayerDrop 0.5 in four loop shapes (GM104/invalid_layerdrop_cond.py), layers without random ops:
+    the unsafe torch.cond form compiled (aot_eager) gives the eager original's outputs and draws under
+    the same seed with no break (the original breaks in train mode); gradients are equal, except that
+    a skipped layer's parameters get zeros where eager leaves None (what the fix message says). In eval
+    mode the compiled path runs the original loop body: an unconditional draw whose value goes unused
+    is then dropped by AOTAutograd, in the original compiled as in the fixed code."""
+    module, fixed_module = _module(LAYERDROP_COND, "ldo"), _module(LAYERDROP_COND.with_name(LAYERDROP_COND.stem + ".unsafe.fixed.py"), "ldf")
+    torch.manual_seed(0)
+    orig = module.Encoder(0.5).train(mode == "train")
+    fixed = fixed_module.Encoder(0.5).train(mode == "train")
+    fixed.load_state_dict(orig.state_dict())
+    args = (torch.randn(2, 8), torch.ones(2, 8))
+    assert _drop_call(orig, args, "aot_eager", 0)[2] == (1 if mode == "train" else 0)
+    zeros = 0
+    for seed in range(3):
+        want, want_g, _, want_after = _drop_call(orig, args, None, seed)
+        if mode == "eval":
+            want_after = _drop_call(orig, args, "aot_eager", seed)[3]
+        got, got_g, breaks, got_after = _drop_call(fixed, args, "aot_eager", seed)
+        assert torch.equal(want, got) and torch.equal(want_after, got_after) and breaks == 0, seed
+        for w, g in zip(want_g, got_g):
+            if w is None:
+                zeros += g is not None
+                assert g is None or not g.any()
+            else:
+                assert g is not None and torch.allclose(w, g, rtol=1e-5, atol=1e-6), seed
+    assert (zeros > 0) == (mode == "train")
+
+
+def test_layerdrop_cond_dropout_in_the_layer_changes_gradients():
+    """With dropout inside the layers (train mode) the compiled outputs still equal eager's, but the
+    backward of torch.cond re-runs the taken layer with new random numbers: its gradients differ from
+    eager's (the fix message says so; why the fix is unsafe beyond zeros for None)."""
+    module, fixed_module = _module(LAYERDROP_COND, "ldro"), _module(LAYERDROP_COND.with_name(LAYERDROP_COND.stem + ".unsafe.fixed.py"), "ldrf")
+    torch.manual_seed(0)
+    orig = module.Encoder(0.5, dropout=0.3).train()
+    fixed = fixed_module.Encoder(0.5, dropout=0.3).train()
+    fixed.load_state_dict(orig.state_dict())
+    args = (torch.randn(2, 8), torch.ones(2, 8))
+    differ = 0
+    for seed in range(3):
+        want, want_g, _, want_after = _drop_call(orig, args, None, seed)
+        got, got_g, breaks, got_after = _drop_call(fixed, args, "aot_eager", seed)
+        assert torch.equal(want, got) and torch.equal(want_after, got_after) and breaks == 0, seed
+        differ += not torch.allclose(want_g[0], got_g[0], rtol=1e-5, atol=1e-6)
+    assert differ > 0
+
+
+MODULE_ARM = FIXTURES / "GM101" / "invalid_module_call_arm.py"
+
+
+def test_module_call_with_a_hook_runs_the_if():
+    """A forward hook on the module, or a global one, fails the trace-time check: the `if` runs, so the
+    hook runs as often as in the original compiled (where torch.where alone would run it for the
+    untaken branch too), with the original's results. (A hook on `self.proj` keeps only that `if`'s
+    break; the other arms still compile.)"""
+    orig, inputs = _make(MODULE_ARM, "ho")
+    fixed, _ = _make(MODULE_ARM.with_name(MODULE_ARM.stem + ".fixed.py"), "hf")
+    for register in (lambda f: orig.proj.register_forward_hook(f) and fixed.proj.register_forward_hook(f),
+                     torch.nn.modules.module.register_module_forward_hook):
+        calls: list[str] = []
+        handle = register(lambda m, i, o, calls=calls: calls.append(type(m).__name__))
+        try:
+            for args in inputs[:2]:
+                args = tuple(a.detach() for a in args)
+                with torch.no_grad():
+                    calls.clear()
+                    want, _, want_breaks = _call(orig, args, "aot_eager")
+                    want_calls = sorted(calls)
+                    calls.clear()
+                    got, _, breaks = _call(fixed, args, "aot_eager")
+                assert _same(want, got, exact=True) and sorted(calls) == want_calls and 0 < breaks <= want_breaks
+        finally:
+            if isinstance(handle, torch.utils.hooks.RemovableHandle):
+                handle.remove()
+            for m in (orig.proj, fixed.proj):
+                m._forward_hooks.clear()
+
+
+def test_module_call_dropout_in_train_mode_runs_the_if():
+    """Train-mode Dropout fails `not self.drop.training`: the `if` runs, and draws only where its
+    branch is taken, as in eager (same seed, same outputs); in eval mode one graph."""
+    case = FIXTURES / "GM101" / "invalid_module_call_dropout.py"
+    orig, inputs = _make(case, "do")
+    fixed, _ = _make(case.with_name(case.stem + ".fixed.py"), "df")
+    for train, breaks in ((True, 1), (False, 0)):
+        orig.train(train), fixed.train(train)
+        for seed, args in enumerate(inputs):
+            args = tuple(a.detach() for a in args)
+            with torch.no_grad():
+                want, _, _ = _call(orig, args, seed=seed)
+                got, _, n = _call(fixed, args, "aot_eager", seed=seed)
+            assert _same(want, got, exact=True) and n == breaks, (train, seed)
+
+
+def test_module_call_unsafe_cond_with_gradients_on():
+    """The unsafe second step (torch.cond for gradients on): compiled with gradients on, no break, the
+    eager original's outputs and input gradients on every branch; the parameters of a module whose
+    branch is not taken get zeros where eager leaves None (what the fix message says)."""
+    orig, inputs = _make(MODULE_ARM, "uo")
+    fixed, _ = _make(MODULE_ARM.with_name(MODULE_ARM.stem + ".unsafe.fixed.py"), "uf")
+    zeros = 0
+    for i, args in enumerate(inputs):
+        want, want_g, _ = _call(orig, args)
+        for backend in ("aot_eager", "inductor"):
+            got, got_g, breaks = _call(fixed, args, backend)
+            exact = backend == "aot_eager"
+            assert _same(want, got, exact) and _same(want_g[:1], got_g[:1], exact) and breaks == 0, (i, backend)
+            for w, g in zip(want_g[1:], got_g[1:]):
+                if w is None:
+                    assert g is None or not g.any()
+                    zeros += g is not None
+                else:
+                    assert _same([w], [g], exact), (i, backend)
+    assert zeros > 0
+
+
+def test_module_call_unsafe_step_says_what_changes():
+    """The second step is reported on the safe form's original `elif`, unsafe, naming the change."""
+    from graphmend_lint import engine
+    from graphmend_lint.fixes.safety import Safety
+    from graphmend_lint.settings import Settings
+    source = MODULE_ARM.with_name(MODULE_ARM.stem + ".fixed.py").read_bytes()
+    findings = engine.check(source, Settings(unsafe_fixes=True)).findings
+    assert [f.safety for f in findings] == [Safety.UNSAFE] * 3
+    assert "`self.proj`'s parameters get zero gradients instead of None" in findings[0].message
+    assert "`self.act` has no parameters" in findings[2].message

@@ -54,11 +54,12 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0:\n    return h * 2\ny = h @ x\nreturn y\n", "none", "may raise"),
     ("try:\n    if h.sum() > 0:\n        return h\n    y = h + 1\n    return y\nfinally:\n    pass\n", "none",
      "inside a `try`"),
-    # ... logging there is left to eager (GM2xx guards it the same way); other calls are side effects
-    ("if h.sum() > 0:\n    return h * 2\nprint(h)\nreturn h\n", "safe", "`print(...)` runs in eager only"),
-    ("if h.sum() > 0:\n    return h * 2\nself.tap(h)\ny = h + 1\nreturn y\n", "none", "side effects"),
+    # ... but not a call there (GM202 defers a log call to after the graph: a compiled path returning
+    # before it would drop it), nor an `if` or a loop
+    ("if h.sum() > 0:\n    return h * 2\nprint(h)\nreturn h\n", "none", "`return` in some branches only"),
+    ("if h.sum() > 0:\n    return h * 2\nself.tap(h)\ny = h + 1\nreturn y\n", "none", "`return` in some branches only"),
     ("if h.sum() > 0:\n    return h * 2\ny = h + 1\nif self.training:\n    y = y * 2\nreturn y\n", "none",
-     "cannot express"),
+     "`return` in some branches only"),
     ("if h.sum() > 0:\n    return h * 2\nfor i in range(2):\n    h = h + 1\nreturn h\n", "none",
      "`return` in some branches only"),
     # a *_like constructor of a tensor cannot raise
@@ -213,7 +214,7 @@ def test_ifexp_and_while_and_loops():
     assert "skip the whole function `forward`" in f.message and f.safety.value == "safe"  # torch.where per iteration
 
 
-def test_fix_keeps_comments_from_the_branches():
+def test_fix_keeps_comments_with_the_eager_code():
     src = HEAD + textwrap.indent(textwrap.dedent("""\
         # pick a scale
         if h.sum() > 0:  # positive
@@ -224,10 +225,14 @@ def test_fix_keeps_comments_from_the_branches():
         return y
         """), " " * 8)
     out = engine.check(src.encode(), Settings(), fix=True).source.decode()
-    assert "if h.sum()" not in out
+    # the fix is compile-only (eager keeps the `if`): the comments stay with the eager code, each once
+    kept = ("        elif h.sum() > 0:  # positive\n            # double it\n            y = h * 2\n"
+            "        else:\n            y = h - 1  # shift\n")
+    assert kept in out
+    assert "        # pick a scale\n        if torch.compiler.is_compiling():\n" in out
     for comment in ("# pick a scale", "# positive", "# double it", "# shift"):
-        assert comment in out
-    assert out.index("# shift") < out.index("y = torch.where(h.sum() > 0, h * 2, h - 1)")
+        assert out.count(comment) == 1
+    assert out.index("y = torch.where(h.sum() > 0, h * 2, h - 1)") < out.index("# positive")
 
 
 OBSERVED_HEAD = "import logging\nimport warnings\n\nlogger = logging.getLogger(__name__)\n" + HEAD
@@ -357,3 +362,47 @@ def test_gm104_layerdrop_binding(tail, safeties):
     src = LOOP + textwrap.indent(tail, " " * 12).replace("            return", "        return")
     got = [f for f in engine.check(src.encode(), Settings()).findings if f.code == "GM104"]
     assert [f.safety.value for f in got] == safeties, [f.message for f in got]
+
+
+# issue 24, eager verbatim: a proved-exact torch.where is still compile-only (the short form, eager
+# too, was slower in eager in every case perf/eager_short_form.py measured)
+PROVED_IF = "if h.sum() > 0:\n    y = h * 2\nelse:\n    y = h - 1\nreturn y\n"
+
+
+def test_proved_if_keeps_eager_code_verbatim():
+    (f,) = findings(PROVED_IF)
+    assert f.safety.value == "safe" and "under torch.compile only (eager runs the `if` unchanged)" in f.message
+    src = HEAD + textwrap.indent(PROVED_IF, " " * 8)
+    out = engine.check(src.encode(), Settings(), fix=True).source.decode()
+    assert out.endswith(
+        "        if torch.compiler.is_compiling():\n"
+        "            y = torch.where(h.sum() > 0, h * 2, h - 1)\n"
+        "        elif h.sum() > 0:\n            y = h * 2\n        else:\n            y = h - 1\n        return y\n")
+
+
+@pytest.mark.parametrize("body", [
+    "y = h * 2 if h.sum() > 0 else -h\nreturn y\n",
+    "return h * 2 if h.sum() > 0 else -h\n",
+    "y = torch.cat([h, h * 2 if h.sum() > 0 else -h])\nreturn y\n",
+])
+def test_proved_ternary_keeps_eager_line_verbatim(body):
+    (f,) = findings(body, "GM102")
+    assert f.safety.value == "safe" and "eager runs the line unchanged" in f.message
+    src = HEAD + textwrap.indent(body, " " * 8)
+    out = engine.check(src.encode(), Settings(), fix=True).source.decode()
+    line = body.splitlines()[0]
+    assert f"        else:\n            {line}\n" in out and "if torch.compiler.is_compiling():" in out
+
+
+@pytest.mark.parametrize("body", [
+    "torch.sigmoid_(h * 2 if h.sum() > 0 else -h)\nreturn h\n",
+    "z = h.sum() > 0 and (h * 2 if h.sum() > 0 else -h)\nreturn z\n",
+])
+def test_proved_ternary_without_compile_only_form_is_unsafe(body):
+    """Every proof is made, but no compile-only form fits: torch.where in place would change eager
+    code (and slow it), so the fix is only offered as unsafe."""
+    (f,) = findings(body, "GM102")
+    assert f.safety.value == "unsafe"
+    assert "replaces the ternary in eager too" in f.message and "no compile-only form" in f.message
+    src = HEAD + textwrap.indent(body, " " * 8)
+    assert engine.check(src.encode(), Settings(), fix=True).source.decode() == src  # --fix leaves it

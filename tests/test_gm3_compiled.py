@@ -115,3 +115,23 @@ def test_unflagged_checks_already_compile_to_one_graph(case):
         assert graphs == 1 and _breaks() == 0, f"input {i}: {graphs} graphs, {_breaks()} breaks"
         assert _close(expected, out)
     torch._dynamo.reset()
+
+
+def test_compiled_message_formats_number_attributes():
+    """Issue 24: `self.vocab_size` (a number) is formatted while tracing, a tensor buffer gets the
+    placeholder; the compiled run raises with them and stays one graph on good input."""
+    from pathlib import Path
+    case = Path(__file__).parent / "fixtures" / "GM301" / "invalid_message_attribute.fixed.py"
+    module = load(case, "gm301_message_attribute")
+    model, inputs = module.make()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="aot_eager")
+    compiled(*inputs[0])
+    messages = []
+    for args in inputs[1:]:
+        with pytest.raises(RuntimeError) as err:
+            compiled(*args)
+        messages.append(str(err.value))
+    torch._dynamo.reset()
+    assert "ids must be < vocab_size: 10" in messages[0]
+    assert "scale above the limit <self.limit: not available under torch.compile>" in messages[1]

@@ -68,8 +68,6 @@ def _graphs(case: Path) -> int:
 KNOWN_GAPS = {
     "GM915/invalid_lcm_helper.py": "line 31 breaks (a NumPy value used as a size, `h.new_zeros(padding, ...)`, "
                                    "after the break at 29) and GM915 does not report sizes",
-    "GM915/invalid_sqrt_test.py": "GM915 reports `int(np.floor(self.floor_at))` (line 19), which does not "
-                                  "break here (a false positive to remove)",
 }
 
 

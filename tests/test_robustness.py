@@ -202,12 +202,19 @@ def fix_one(tmp_path, capsys, name: str, data: bytes) -> bytes:
 
 
 def test_crlf_file_gets_crlf_fixes(tmp_path, capsys):
-    fixed = fix_one(tmp_path, capsys, "m.py", GOOD["crlf.py"])
+    guarded = tmp_path / "guard"
+    guarded.mkdir()
+    (guarded / "pyproject.toml").write_text('[tool.graphmend]\nlog-strategy = "guard"\n')
+    fixed = fix_one(guarded, capsys, "m.py", GOOD["crlf.py"])
     assert fixed.count(b"\r\n") == fixed.count(b"\n") == PRINT_MODULE.count("\n") + 1
     assert (GUARD + "\r\n").encode() in fixed
+    deferred = fix_one(tmp_path, capsys, "m.py", GOOD["crlf.py"])  # the helper too gets CRLF
+    assert deferred.count(b"\r\n") == deferred.count(b"\n") > fixed.count(b"\n")
+    assert b"def _graphmend_print(*args):\r\n" in deferred
 
 
 def test_mixed_endings_are_kept_line_by_line(tmp_path, capsys):
+    (tmp_path / "pyproject.toml").write_text('[tool.graphmend]\nlog-strategy = "guard"\n')
     fixed = fix_one(tmp_path, capsys, "m.py", GOOD["mixed_endings.py"])
     lines = fixed.splitlines(keepends=True)
     original = GOOD["mixed_endings.py"].splitlines(keepends=True)
@@ -294,7 +301,7 @@ def test_fix_that_does_not_compile_is_never_written(tmp_path, capsys, monkeypatc
         code, out, err = run(["check", *flags, "m.py"], tmp_path, capsys)
         assert code == 2
         assert error_lines(err) == {
-            "m.py": "a fix produced code that does not compile (invalid syntax, line 9); file left unchanged"}
+            "m.py": "a fix produced code that does not compile (invalid syntax, line 20); file left unchanged"}
         assert "+++" not in out
         assert path.read_text() == PRINT_MODULE
 

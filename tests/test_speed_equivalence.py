@@ -108,7 +108,7 @@ def test_cache_follows_the_settings(tmp_path, capsys, monkeypatch):
     base = settings.Settings()
     keys = {cache.Cache(tmp_path, s).key(b"x") for s in (
         base, settings.Settings(unsafe_fixes=True), settings.Settings(compiled_scope="all"),
-        settings.Settings(select=("GM1",)), settings.Settings(log_strategy="defer"))}
+        settings.Settings(select=("GM1",)), settings.Settings(log_strategy="guard"))}
     assert len(keys) == 5
     assert cache.Cache(tmp_path, base).key(b"x") == cache.Cache(tmp_path / "other", base).key(b"x")
 

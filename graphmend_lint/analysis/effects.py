@@ -133,6 +133,44 @@ class LoggerFinder:
         return False
 
 
+    def module_logger_name(self, recv: cst.BaseExpression, func: cst.FunctionDef) -> cst.BaseExpression | None:
+        """For a module-level `logger = logging.getLogger(<name>)` (or transformers'/diffusers'
+        `logging.get_logger`, which return the same standard `Logger`) not rebound in `func`:
+        `<name>` when it is `__name__` or a string literal, else None."""
+        if not isinstance(recv, cst.Name) or not self.is_logger(recv, func):
+            return None
+        local = self._assigns(func, self._funcs)
+        if recv.value in local.params or any(n == recv.value for n, _ in local.pairs):
+            return None
+        value = self.rule.facts.scope.index.module_aliases.get(recv.value)
+        if not isinstance(value, cst.Call) or not _standard_factory(value.func, self.rule.facts):
+            return None
+        if len(value.args) != 1 or value.args[0].keyword is not None or value.args[0].star:
+            return None
+        name = value.args[0].value
+        if (isinstance(name, cst.Name) and name.value == "__name__") or isinstance(name, cst.SimpleString):
+            return name
+        return None
+
+
+STANDARD_FACTORIES = frozenset({"logging.getLogger", "transformers.utils.logging.get_logger",
+                                "transformers.logging.get_logger", "diffusers.utils.logging.get_logger"})
+
+
+def _standard_factory(func: cst.BaseExpression, facts) -> bool:
+    """A factory that returns `logging.getLogger(name)`: the stdlib's, or transformers'/diffusers'
+    `get_logger`, also as `logging.get_logger` after their own `from ..utils import logging`."""
+    if facts.bindings.qualify(func) in STANDARD_FACTORIES:
+        return True
+    if dotted(func) != "logging.get_logger":
+        return False
+    return any(isinstance(stmt, cst.SimpleStatementLine) and isinstance(imp := stmt.body[0], cst.ImportFrom)
+               and imp.relative and imp.module is not None and dotted(imp.module) in ("utils", "utils.logging")
+               and not isinstance(imp.names, cst.ImportStar)
+               and any(a.name.value == "logging" and a.asname is None for a in imp.names)
+               for stmt in facts.module.body)
+
+
 def side_effect(call: cst.Call) -> str | None:
     """A short description of the first argument expression that changes state, if any."""
     for arg in call.args:

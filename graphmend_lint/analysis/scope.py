@@ -233,6 +233,16 @@ class CompiledScope:
     def is_compiled(self, f: cst.FunctionDef) -> bool:
         return f in self.compiled
 
+    def reorderable(self, name: str) -> bool:
+        """`name` is registered at module level in `torch._dynamo.config.reorderable_logging_functions`
+        (as graphmend's deferred helpers are): Dynamo defers its calls instead of breaking."""
+        for call in self.index.module_calls:
+            func = dotted(call.func) or ""
+            if (func.endswith("reorderable_logging_functions.add") and len(call.args) == 1
+                    and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == name):
+                return True
+        return False
+
     def is_disabled_call(self, call: cst.Call) -> bool:
         """A call of a same-file function marked torch.compiler.disable."""
         name = dotted(call.func)

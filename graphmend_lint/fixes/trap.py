@@ -140,8 +140,11 @@ def compiled_message(node: cst.BaseExpression | None, facts) -> tuple[str | None
     text = code(node)
     if not left_out and "\n" not in text:
         return text, True, ""
+    left_out = [p for p in left_out if _when_number(p, facts, '"') is None]
     names = ", ".join(f"`{{{code(p.expression)}}}`" for p in left_out[:3]) + (", ..." if len(left_out) > 3 else "")
     kept = _with_placeholders(node, facts)
+    if not left_out:
+        return kept[0], kept[1], ""
     return kept[0], kept[1], (f"; under compile the message keeps its constant parts, with a "
                               f"`<... not available under torch.compile>` placeholder: torch cannot format {names} "
                               "inside a graph (sizes and tensors)")
@@ -177,12 +180,40 @@ def _with_placeholders(node: cst.BaseExpression, facts) -> tuple[str, bool]:
     can format inside a graph and shows a placeholder for the others; anything else is a literal."""
     if isinstance(node, cst.FormattedString) and "\n" not in code(node) and "\\" not in code(node):
         keep = [p for p in node.parts if isinstance(p, cst.FormattedStringExpression) and formattable(p, facts)]
-        if keep:
-            parts = [p if not isinstance(p, cst.FormattedStringExpression) or p in keep
-                     else cst.FormattedStringText(placeholder(p).replace("{", "{{").replace("}", "}}"))
-                     for p in node.parts]
+        quote = "'" if '"' in node.start else '"'
+        parts = [p if not isinstance(p, cst.FormattedStringExpression) or p in keep else _when_number(p, facts, quote)
+                 for p in node.parts]
+        if keep or any(isinstance(p, cst.FormattedStringExpression) for p in parts):
+            parts = [p or cst.FormattedStringText(placeholder(orig).replace("{", "{{").replace("}", "}}"))
+                     for p, orig in zip(parts, node.parts)]
             return code(node.with_changes(parts=parts)), True
     return literal(placeholder_text(node)), False
+
+
+def _when_number(part: cst.FormattedStringExpression, facts, quote: str) -> cst.FormattedStringExpression | None:
+    """`{self.vocab_size}` -> `{self.vocab_size if isinstance(self.vocab_size, (int, float, str)) else
+    "<self.vocab_size: not available ...>"}`: an attribute of the module that may be a number (formatted
+    while tracing, a constant Dynamo guards on) or a tensor (which cannot be formatted in a graph);
+    isinstance is decided while tracing. Names and sizes stay placeholders (a size would specialise
+    dynamic shapes)."""
+    expr = part.expression
+    if part.conversion is not None or part.format_spec or not _self_attribute(expr):
+        return None
+    if _size_derived(expr, facts) or facts.value(expr).kind == "tensor":
+        return None
+    shown = placeholder(part)
+    if quote in shown or "{" in shown:
+        return None
+    test = cst.parse_expression(f"isinstance({code(expr)}, (int, float, str))")
+    return part.with_changes(expression=cst.IfExp(test=test, body=expr, orelse=cst.SimpleString(f"{quote}{shown}{quote}")))
+
+
+def _self_attribute(node: cst.BaseExpression) -> bool:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+        if isinstance(node, cst.Name):
+            return node.value == "self"
+    return False
 
 
 def is_constant_message(node: cst.BaseExpression | None) -> bool:

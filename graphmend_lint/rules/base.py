@@ -25,7 +25,7 @@ from . import provider
 from .. import settings as settings_mod
 from ..analysis import context, conventions
 from ..analysis.filecontext import FileContext
-from ..fixes import Elsewhere, Fix, NoFix, Safety, guard
+from ..fixes import Elsewhere, Fix, NoFix, Safety, defer, guard, where
 from .former_names import fixit_aliases
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -94,6 +94,7 @@ class GraphMendRule(LintRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.ctx = self.get_metadata(FileContextProvider, node)
+        self.__dict__.pop("_helper_top", None)  # report_deferred's plan is per file
         self.ctx.facts  # noqa: B018 - the analysis, made here once for all the rules of the file
 
     # -- the file's context, by the names rules use ---------------------------
@@ -193,6 +194,108 @@ class GraphMendRule(LintRule):
         else:
             self.report(node, message, fix=fix, at=node)
 
+    # -- log-strategy = "defer" (fixes/defer.py) ------------------------------
+    def defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, list[cst.Arg]] | None:
+        """GM2xx: the line of `call` and the arguments of its deferred helper call, or None."""
+        return None
+
+    def _deferred(self, call: cst.Call, kind: str) -> tuple[cst.SimpleStatementLine, cst.BaseStatement] | None:
+        """The line of `call` and what replaces it: the original line in eager and the helper call
+        under compile, or the helper call alone where the line runs only under compile."""
+        got = self.defer_site(call)
+        if got is None:
+            return None
+        line, args = got
+        only = context.runs_only_compiled(call, self.parent, self.facts.bindings) is not None
+        return line, defer.site(line, args, self.spell("torch.compiler.is_compiling")[0], kind, compiled_only=only)
+
+    def report_deferred(self, call: cst.Call, message: str, title: str, kind: str) -> bool:
+        """Report `call` with its deferred form; False (nothing reported) when it has none here.
+
+        Every fix stands alone (an editor may apply one finding's edits): a call's fix uses the
+        helper only where the module defines it already. Otherwise the first top-level statement
+        with a deferrable call of `kind` is replaced by the helper + that statement with all this
+        rule's calls in it rewritten, and each of its calls reports that same fix; calls in later
+        statements get their fix in the next pass of `--fix`, once the helper is there. The helper
+        needs `torch` imported at module level above it; else there is no deferred form."""
+        if not self.settings.selects(self.CODE) or self.ignore_lint(call):
+            return True  # suppressed: nothing reported, and no helper planned
+        plan = self._deferred(call, kind)
+        if plan is None or self._in_tensor_branch(call) or self.torch_free:
+            return False
+        line, new = plan
+        names = ("torch.compiler.is_compiling", "torch.compiler.disable",
+                 "torch._dynamo.config.reorderable_logging_functions")
+        needs = any(self.spell(n)[1] for n in names)
+        if defer.HELPERS[kind] in self.facts.scope.index.functions:
+            self.report(line, message, fix=Fix(new, title=title, needs_torch_import=needs), at=call)
+            return True
+        top = line
+        while not isinstance(self.parent(top), cst.Module):
+            top = self.parent(top)
+        planned = self.__dict__.setdefault("_helper_top", {})
+        if kind not in planned:
+            planned[kind] = self._helper_fix(top, kind, title, needs)
+        if planned[kind] is None:
+            return False
+        first, fix = planned[kind]
+        if top is first:
+            self.report(top, message, fix=fix, at=call)
+        else:
+            where = self.get_metadata(PositionProvider, first).start.line
+            self.report(line, f"{message}; no fix yet: `--fix` defers it in its next pass, once the fix of the "
+                              f"statement at line {where} has added `{defer.HELPERS[kind]}`", at=call)
+        return True
+
+    def _helper_fix(self, top: cst.CSTNode, kind: str, title: str, needs: bool) -> tuple | None:
+        """(top, the fix that puts the helper above `top` and rewrites this rule's calls in it), or
+        None when an import further down may be what binds `torch`."""
+        body = list(self.facts.module.body)
+        if any(isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
+               for stmt in body[body.index(top) + 1:]):
+            return None
+        rewritten = top.visit(defer.ReplaceLines(self._rewrites(top, kind)))
+        helper = defer.helper(self.spell("torch.compiler.disable")[0],
+                              self.spell("torch._dynamo.config.reorderable_logging_functions")[0], kind)
+        helper[0] = helper[0].with_changes(leading_lines=[x for x in top.leading_lines if not x.comment])
+        blank = [cst.EmptyLine(), cst.EmptyLine()]
+        rewritten = rewritten.with_changes(leading_lines=blank + [x for x in top.leading_lines if x.comment])
+        return top, Fix(cst.FlattenSentinel([*helper, rewritten]), title=title, needs_torch_import=needs)
+
+    def is_site(self, call: cst.Call) -> bool:
+        """GM2xx: `call` is one this rule reports (print, a log call, a warning) in compiled code."""
+        return False
+
+    def _rewrites(self, top: cst.CSTNode, kind: str) -> dict:
+        """Every site of this rule in `top`, deferred or else guarded: the fix that brings the helper
+        replaces all of `top`, so it makes the other sites' fixes too (Fixit applies one pass)."""
+        out = {}
+        for call in _calls(top):
+            if not self.is_site(call) or self.ignore_lint(call):
+                continue
+            plan = None if self._in_tensor_branch(call) else self._deferred(call, kind)
+            if plan is not None:
+                out[plan[0]] = plan[1]
+                continue
+            fix = guard.guard(self, call)
+            if isinstance(fix, Fix) and isinstance(fix.node, cst.SimpleStatementLine):
+                out[fix.node] = fix.replacement
+        return out
+
+    def _in_tensor_branch(self, call: cst.Call) -> bool:
+        """`call` sits under an `if`/`while` on a tensor value: GM1xx's fix of that statement leaves
+        logging out of the compiled form (it runs in eager only), which it can with the guard."""
+        func = self.function_of(call)
+        if func is None:
+            return False
+        ff = self.facts.function(func)
+        node = self.parent(call)
+        while node is not None and node is not func:
+            if isinstance(node, (cst.If, cst.While)) and where.breaks_on(ff, node.test):
+                return True
+            node = self.parent(node)
+        return False
+
     def report(  # type: ignore[override]
         self,
         node: cst.CSTNode,
@@ -237,3 +340,14 @@ class GraphMendRule(LintRule):
         if (needs_torch_import or imports) and not self.settings.can_add_imports:
             allowed = False
         super().report(node, message, position=pos, replacement=replacement if allowed else None)  # type: ignore[arg-type]
+
+
+def _calls(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            found.append(call)
+
+    node.visit(_Collect())
+    return found

@@ -31,17 +31,27 @@ class TensorIfRule(base.GraphMendRule):
     ```
 
     ## Fix
-    The branch choice becomes `torch.where`, which computes both values and picks one in the graph.
-    Where the source proves that `torch.where` gives exactly what the `if` gives, in eager too, the
-    `if` is replaced (the short form):
+    The branch choice becomes `torch.where`, which computes both values and picks one in the graph,
+    and only under compile: eager runs the original `if` unchanged (its exceptions, random numbers,
+    gradients, `grad_fn`, aliasing and speed stay as they were). Where the source proves that
+    `torch.where` gives exactly what the `if` gives, the compiled path needs no check:
     ```python
-    if hidden_states.dtype == torch.float16:
+    if torch.compiler.is_compiling():
+        if hidden_states.dtype == torch.float16:
+            clamp_value = torch.finfo(hidden_states.dtype).max - 1000
+            hidden_states = torch.where(torch.logical_or(torch.isinf(hidden_states).any(), torch.isnan(hidden_states).any()), torch.clamp(hidden_states, min=-clamp_value, max=clamp_value), hidden_states)
+    elif hidden_states.dtype == torch.float16 and (
+        torch.isinf(hidden_states).any() or torch.isnan(hidden_states).any()
+    ):
         clamp_value = torch.finfo(hidden_states.dtype).max - 1000
-        hidden_states = torch.where(torch.logical_or(torch.isinf(hidden_states).any(), torch.isnan(hidden_states).any()), torch.clamp(hidden_states, min=-clamp_value, max=clamp_value), hidden_states)
+        hidden_states = torch.clamp(hidden_states, min=-clamp_value, max=clamp_value)
     ```
-    Otherwise the fix is compile-only: eager runs the original `if` unchanged (its exceptions, random
-    numbers, gradients, `grad_fn` and aliasing stay as they were), and only the code Dynamo traces
-    gets `torch.where`, behind checks that are Python constants while tracing:
+    The shorter fix, the `if` replaced by `torch.where` in eager too, is not offered: it gives the
+    same values but was slower in eager in every case measured (`perf/eager_short_form.py`, torch
+    2.13 CPU, 32x128 and 4x256x768 tensors, both outcomes: 1.3x to 400x, the fp16 clamp above
+    1.3-2.1x), because `torch.where` computes every branch and the `if` one. Under compile both
+    trace the same graph. Otherwise the compiled path gets `torch.where` behind checks that are
+    Python constants while tracing:
     ```python
     if torch.compiler.is_compiling() and hidden_states.is_floating_point():
         clamp_value = torch.finfo(hidden_states.dtype).max - 1000
@@ -70,7 +80,7 @@ class TensorIfRule(base.GraphMendRule):
     CPU: one graph, forward and gradients equal to the eager original under aot_eager and inductor).
     Accepted shapes: the same names assigned in every branch; `return` in every branch (tuples
     element by element); an `if` without `else` updating a name bound before it
-    (`h = torch.where(c, f(h), h)`); `elif` chains (nested `torch.where`, short form or unsafe). A
+    (`h = torch.where(c, f(h), h)`); `elif` chains (nested `torch.where`, safe or unsafe). A
     static leading conjunct stays a Python `if`; `and`/`or`/`not` over tensor tests become
     `torch.logical_and/or/not`; setup assignments used nowhere else are hoisted out of the branch.
 
@@ -93,10 +103,25 @@ class TensorIfRule(base.GraphMendRule):
     differ) nor `torch.cond` keeps that exact. `draw <= p` and `draw > p` are not rewritten (a draw
     can be 0.0, so the outcome at p = 0.0 is not known).
 
+    The guard is a patch only where p <= 0.0 can reach the test, so it is not offered (a no-op
+    patch) where the source proves p > 0.0 there: an enclosing test or another conjunct excludes it
+    (`if self.training and self.layerdrop > 0.0:`, as transformers 5.x writes it), or every store of
+    the probability in its class is a number literal above 0.0, one of them unconditional in
+    `__init__` (`self.p = 0.5`; a `+=`, a `del` or another value anywhere in the class, e.g. a
+    `disable()` that sets 0.0, and the fix is offered). A parameter default is no such proof:
+    `def __init__(self, p: float = 0.5): self.p = p` (torchvision's flips) gets the fix, whose
+    title names the default, because a caller may pass 0.0 (`RandomHorizontalFlip(p=0.0)`), the
+    very case the guard decides while tracing (one graph instead of a break, measured in
+    `tests/test_fidelity.py`); at the default the guard does not fire (a constant while tracing) and
+    costs nothing. Neither is a config value (`self.layerdrop = config.layerdrop`): configs are loaded
+    with any value. Stores from outside the class (`flip.p = 0.0`), from bases or subclasses, or by
+    `setattr` are not seen: where they exist, the skipped fix is only a missed one, never a wrong one.
+
     ## Fix safety
-    A fix is safe when eager runs the user's code (or code proved identical to it) and the compiled
-    path is proved exact or checked while tracing. The short form (eager too) needs every proof below;
-    the compile-only form needs those marked (compiled):
+    A fix is safe when eager runs the user's code and the compiled path is proved exact or checked
+    while tracing. Where every proof below is made, the compiled path needs no check; otherwise the
+    unproved ones that are Python constants while tracing become its checks (those marked
+    (compiled) are needed for any safe fix):
     - the test is a 0-d tensor (a reduction without `dim`, or a comparison of one with a number):
       `torch.where` broadcasts a larger condition instead of failing like `if`; the compile-only form
       checks `isinstance(limit, (int, float))` when the number is an attribute;
@@ -159,6 +184,28 @@ class TensorIfRule(base.GraphMendRule):
     IndexError) and Inductor (its bounds assertion) raise on the unguarded form; the guarded one
     runs in one graph.
 
+    A torch layer called in a branch (`h = self.proj(h)`, `x = self.norm(x)`, its `__init__` store
+    `self.proj = nn.Linear(...)`: Linear, LayerNorm, ReLU, SiLU, GELU, Tanh, Sigmoid, Identity,
+    Dropout) gets the compile-only form too, behind checks made while tracing: the module is exactly
+    that class (`type(self.proj) is torch.nn.Linear`), it has no forward hooks or pre-hooks and no
+    global ones are registered (a hook would run for the untaken branch), its input is one it accepts
+    (`h.shape[-1] == self.proj.in_features` and the weight's dtype and device; the normalized shape;
+    a floating input; Dropout only in eval mode, where it is the identity and draws nothing). A
+    module called in one branch only also needs gradients off (`not torch.is_grad_enabled()`): its
+    parameters would get zero gradients where the `if` gave none. Measured on torch 2.13 CPU
+    (aot_eager and inductor): under no_grad 2 breaks -> 0 with a Linear and a LayerNorm arm, outputs
+    equal to the eager original on every branch; with gradients on, a hook, or train-mode Dropout,
+    the `if` runs as before. On that form, an arm `h = self.proj(h)` then gets a second, unsafe fix
+    for gradients on: an `elif torch.compiler.is_compiling() and <the same checks>:` (plus
+    `self.proj.out_features == self.proj.in_features` for a Linear: torch.cond needs one output
+    shape) that runs `h = torch.cond(h.sum() > 0, lambda h: self.proj(h), lambda h: h.clone(), (h,))`,
+    before the original `elif`. torch.cond runs the module only where its branch is taken, so no
+    random numbers or hooks run for the other (Dropout is not offered it: the backward of torch.cond
+    re-runs the branch with new random numbers); what changes is that the module's parameters get
+    zero gradients instead of None where the branch is not taken. Measured (torch 2.13 CPU,
+    aot_eager and inductor, gradients on): 0 breaks, outputs and input gradients equal to the eager
+    original, parameter gradients equal except None -> zeros.
+
     A `print`, logging or `warnings` call in a branch is left out of the compiled form (under compile
     it does not run, exactly as the GM2xx guard makes it) and stays in the eager code: the fix is then
     compile-only, and the message names the call. The same holds for the guards the GM2xx fixes
@@ -187,24 +234,29 @@ class TensorIfRule(base.GraphMendRule):
     `x`'s dtype cannot hold) checked while tracing.
 
     ## When no fix is offered
-    Branches with other side effects (calls, `+=`, attribute stores) or calls of modules and user
-    functions; indexing in a hoisted setup statement, by an expression other than a name, or by an
+    Branches with other side effects (calls, `+=`, attribute stores) or calls of other modules
+    (BatchNorm updates its running statistics in train mode, Embedding raises on an index out of
+    range, a user module may do anything; a call with keyword arguments) and user functions; indexing in a hoisted setup statement, by an expression other than a name, or by an
     integer or tensor after `...`; other operations that may raise only in the untaken branch; a branch value
     that is a Python number or `None` (also a name an enclosing `if x is None` proves None, kept by a
     branch that does not set it); a test proved not 0-d or read as a Python value (`.item()`,
     `torch.equal`); `return` in some branches only (an `if` whose arms all return and that is
     followed by `return <value>` is fixed: that `return` is its `else`, also after assignments
     `y = ...` that cannot raise, computed first on the compiled path, a name they rebind that the
-    test or an arm reads renamed there, log calls among them left to eager; not inside a `try`); a
+    test or an arm reads renamed there; not inside a `try`, nor with a call among them); a
     static test after a tensor test. For branches
-    that call modules, `torch.cond(pred, true_fn, false_fn, operands)` under `is_compiling()` is the
+    that call other modules, `torch.cond(pred, true_fn, false_fn, operands)` under `is_compiling()` is the
     manual way out when both branches are free of side effects and mutation and return tensors of
-    equal shape and dtype; it is not offered: measured on torch 2.13 CPU, the untaken branch's
+    equal shape and dtype; it is offered (unsafe) only for the one-statement torch-layer arm above:
+    measured on torch 2.13 CPU, the untaken branch's
     parameters get zero gradients instead of None (as with `torch.where`), Dynamo traces both
     branches, and what it cannot capture is a hard error, not a graph break (an input returned as
     it is, outputs of different shapes under autograd or of different dtypes, a data-dependent op
-    such as `x[mask]` or `x[i]` with a 0-d index, a `print`, a BatchNorm updating its statistics). `if`-chains with a `raise` in an arm are left to GM3xx, and an `if` inside a Python
-    loop to GM104.
+    such as `x[mask]` or `x[i]` with a 0-d index, a `print`, a BatchNorm updating its statistics), and
+    its backward re-runs the taken branch, so dropout inside it gets new random numbers (measured for
+    GM104's LayerDrop form, which offers it as an unsafe fix). `if`-chains with a `raise` in an arm are left to GM3xx, and an `if` inside a Python
+    loop to GM104. A LayerDrop or random-transform test where p > 0.0 is proved (above) keeps its
+    break: the draw decides on every call.
     """
 
     CODE = "GM101"
@@ -265,7 +317,12 @@ class TensorIfRule(base.GraphMendRule):
 
                 def forward(self, x):
                     h = self.proj(x)
-                    y = torch.where(h.sum() > 0, h * 2, h - 1)
+                    if torch.compiler.is_compiling():
+                        y = torch.where(h.sum() > 0, h * 2, h - 1)
+                    elif h.sum() > 0:
+                        y = h * 2
+                    else:
+                        y = h - 1
                     return y
             """,
         ),
@@ -290,8 +347,11 @@ class TensorIfRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None:
             return
-        if where.is_fallback(self, node):
-            return  # the original, kept by a compile-only fix
+        if where.is_fallback(self, node):  # the original, kept by a compile-only fix
+            grad_on = where.fix_module_grad_on(self, node, func) if not context.in_loop(node, self.parent) else None
+            if grad_on is not None:  # a module arm: its compiled form waits for gradients off
+                self.report_fix(node, f"{self.MESSAGE} with gradients on", grad_on, at=node.orelse.test)
+            return
         ff = self.facts.function(func)
         tests = [t for t, _ in where.arms(node) if t is not None]
         flagged = [t for t in tests if where.breaks_on(ff, t)]

@@ -25,9 +25,15 @@ class TensorIfExpRule(base.GraphMendRule):
 
     ## Fix
     ```python
-    y = torch.where(h.sum() > 0, h * 2, h - 1)
+    if torch.compiler.is_compiling():
+        y = torch.where(h.sum() > 0, h * 2, h - 1)
+    else:
+        y = h * 2 if h.sum() > 0 else h - 1
     ```
-    `and`/`or`/`not` in the test become `torch.logical_and/or/not`.
+    `and`/`or`/`not` in the test become `torch.logical_and/or/not`. As for GM101, eager keeps the
+    line: replacing the ternary by `torch.where` in eager too gives the same values but was slower
+    in eager in every case measured (`perf/eager_short_form.py`: `torch.where` computes both
+    values), so it is offered only as an unsafe fix, where no compile-only form fits (below).
 
     ## Fix safety
     The same proofs as GM101: safe only when the test is a 0-d tensor, both values are tensors of
@@ -44,9 +50,9 @@ class TensorIfExpRule(base.GraphMendRule):
     is a bare name (`y = x if c else x * 2`), `y` is the tensor `x` itself, so neither `x` nor `y`
     may be modified in place later (`x.add_(1)`, `x[0] = 0`, `x += 1`, `out=x`): `torch.where`
     makes a new tensor that the change no longer reaches.
-    When a proof is missing, the fix is GM101's compile-only form: eager runs the line unchanged, and
-    only under `torch.compile` (`if torch.compiler.is_compiling() and <checks>:`) the line runs with
-    the ternary replaced by its torch.where; the missing proofs that are Python constants while
+    The fix is GM101's compile-only form: eager runs the line unchanged, and only under
+    `torch.compile` (`if torch.compiler.is_compiling() and <checks>:`) the line runs with the
+    ternary replaced by its torch.where; the missing proofs that are Python constants while
     tracing (`isinstance(scale, torch.Tensor)`, `scale.is_floating_point()`) become those checks, and
     the fix is safe when every missing proof is checked so. This holds for a ternary that is the
     whole value of an assignment or `return`, and for one inside a larger expression of such a
@@ -58,7 +64,8 @@ class TensorIfExpRule(base.GraphMendRule):
     ternary that is not a constant or a local or imported name is then bound first, in order
     (`y_part = self.proj(x)`), so a module call, a dropout's random draw or a state change still
     happens before the test and the branch values read anything.
-    The compile-only form is not offered (the fix stays the unsafe torch.where in place) for a ternary
+    The compile-only form is not offered (the fix is the unsafe torch.where in place, which changes
+    eager code too, even where every proof above is made) for a ternary
     that is not always evaluated with its statement (an `and`/`or` operand, inside another
     ternary, a lambda, a comprehension, a chained comparison), that sits in an `if`/`while` test, an
     assignment target, an expression statement, a star or `out=` argument, an index, a set or dict,
@@ -141,7 +148,10 @@ class TensorIfExpRule(base.GraphMendRule):
 
                 def forward(self, x):
                     h = self.proj(x)
-                    return torch.where(h.sum() > 0, h * 2, -h)
+                    if torch.compiler.is_compiling():
+                        return torch.where(h.sum() > 0, h * 2, -h)
+                    else:
+                        return h * 2 if h.sum() > 0 else -h
             """,
         ),
         Invalid(

@@ -65,13 +65,46 @@ class TensorIfInLoopRule(base.GraphMendRule):
     returned before. An inline draw (`torch.rand([]) < p`) is written in the guard's check too: each
     path (eager, compiled with any p) draws once, in the same place.
 
+    Where the source shows `layerdrop > 0.0` (an enclosing `if self.training and self.layerdrop >
+    0.0:`, as transformers 5.x writes it, or a default above 0.0), that guard would change nothing,
+    and the draw decides on every call which layers run. There an unsafe fix gives the loop body a
+    compile-only form that skips or runs the layer with `torch.cond`; eager runs the body unchanged:
+    ```python
+    for decoder_layer in self.layers:
+        if torch.compiler.is_compiling() and self.training and self.layerdrop > 0.0:
+            dropout_probability = torch.rand([])
+            hidden_states = torch.cond(dropout_probability < self.layerdrop, lambda hidden_states: hidden_states.clone(), lambda hidden_states: decoder_layer(hidden_states, attention_mask)[0], (hidden_states,))
+        else:
+            if self.training and self.layerdrop > 0.0:
+                dropout_probability = torch.rand([])
+                if dropout_probability < self.layerdrop:
+                    continue
+            hidden_states = decoder_layer(hidden_states, attention_mask)[0]
+    ```
+    The loop body must end with the draw, the skip and one layer call `h = layer(h, ...)` or `h =
+    layer(h, ...)[0]`, and nothing after it: `if S: draw = torch.rand([]); if draw < p: continue`
+    (bart's decoder), `draw = torch.rand([]); if S and draw < p: continue`, `skip = S and draw < p;
+    if not skip: <call>` (wav2vec2), or `to_drop = False; if S: ... to_drop = True; if not to_drop:
+    <call>` (bart's encoder in transformers 4.x), with S static (`self.training`).
+
     ## Fix safety
     The LayerDrop fix is safe: eager runs the same test, and the compiled path is exact (a draw is
     never below 0.0) and keeps the draw. Where it stops: with `layerdrop > 0.0` the draw decides on every call which
     layers run, so the graph still breaks and Dynamo still skips the function (in eager, as before);
     an exact graph-friendly form would have to run every layer (`torch.where` over the layer's
     output: its dropout draws and its parameters' zero gradients differ) or trace both sides
-    (`torch.cond`, which gives the skipped layer's parameters zero gradients instead of None).
+    (`torch.cond`). The `torch.cond` form above is therefore unsafe. Measured on torch 2.13 CPU
+    (aot_eager, and inductor with `fallback_random`, train mode, layerdrop 0.5): one graph instead of
+    a skipped function; outputs and the random numbers drawn after the loop equal the eager
+    original's under the same seed. What changes is the backward: the skipped layer's parameters get
+    zero gradients instead of None (optimizers with weight decay or momentum, AdamW, then move them),
+    and the backward of `torch.cond` re-runs the taken branch, so a layer that draws random numbers
+    (dropout in training, as in most transformer layers) gets gradients computed with new dropout
+    masks, not the ones its forward used. The layer must return a tensor of its input's shape and
+    dtype, or compilation fails (`torch.cond` checks it). Where `layerdrop` is not known to be above
+    0.0 (`self.layerdrop = config.layerdrop`) the safe guard is offered instead, and with
+    `layerdrop > 0.0` that code still breaks; writing `if self.training and self.layerdrop > 0.0:`
+    around the draw (as transformers 5.x does) makes the unsafe form available.
     `draw <= p` and `draw > p` (wav2vec2-bert) are not rewritten: a draw can be exactly 0.0, so the
     outcome at p = 0.0 is not known.
 

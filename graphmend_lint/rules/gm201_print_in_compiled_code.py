@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from ..fixes import Fix, build, defer, guard
+from ..fixes import build, defer, guard
 from . import base
 
 
@@ -27,15 +27,9 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
     ```
 
     ## Fix
-    By default (`log-strategy = "guard"`) the call is guarded so that it runs only in
-    eager mode:
-    ```python
-            if not torch.compiler.is_compiling():
-                print("block input", x.shape)
-    ```
-    With `log-strategy = "defer"` in `[tool.graphmend]`, the compiled branch hands the
-    same arguments to a helper that `torch.compile` runs after the graph, with tensors
-    cloned at the call so that later in-place ops do not change what is printed:
+    By default (`log-strategy = "defer"`) the compiled branch hands the same arguments to
+    a helper that `torch.compile` runs after the graph, with tensors cloned at the call so
+    that later in-place ops do not change what is printed; eager runs the original line:
     ```python
     @torch.compiler.disable
     def _graphmend_print(*args):
@@ -49,12 +43,21 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             else:
                 _graphmend_print("block", f"{x.shape}", h.detach().clone())
     ```
+    Where the call cannot be deferred (below), and everywhere with `log-strategy = "guard"`,
+    the call is guarded so that it runs only in eager mode:
+    ```python
+            if not torch.compiler.is_compiling():
+                print("block input", x.shape)
+    ```
     Only the helper is registered, never `print` itself, so no other code is reordered.
 
     ## Fix safety
     Safe: `torch.compiler.is_compiling()` is `False` outside `torch.compile`, so eager
     runs print exactly what they printed before, in the same order, with either strategy
-    (the eager branch is the original line). Under compile the guard prints nothing.
+    (the eager branch is the original line). Under compile the guard prints nothing. A
+    print that runs only under compile (the `else` of `if not is_compiling():`) is
+    replaced by the helper call alone; a print under a tensor `if` keeps the guard (the
+    GM101 fix of that `if` leaves it out of the compiled form).
 
     The defer strategy, measured on torch 2.13 (tests/test_gm2_defer.py): the graph stays
     whole and the compiled run prints the same lines as eager, in order, with the values
@@ -136,11 +139,22 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             import torch
             from torch import nn
 
+            @torch.compiler.disable
+            def _graphmend_print(*args):
+                # print() deferred by graphmend-lint: torch.compile runs it after the graph
+                print(*args)
+
+
+            torch._dynamo.config.reorderable_logging_functions.add(_graphmend_print)
+
+
             class M(nn.Module):
                 def forward(self, x):
                     # show the shape
                     if not torch.compiler.is_compiling():
                         print("shape", x.shape)
+                    else:
+                        _graphmend_print("shape", f"{x.shape}")
                     return x * 2
             """,
         ),
@@ -156,10 +170,21 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             expected_replacement="""
             import torch as th
 
+            @th.compiler.disable
+            def _graphmend_print(*args):
+                # print() deferred by graphmend-lint: torch.compile runs it after the graph
+                print(*args)
+
+
+            th._dynamo.config.reorderable_logging_functions.add(_graphmend_print)
+
+
             @th.compile
             def step(x):
                 if not th.compiler.is_compiling():
                     print(x)
+                else:
+                    _graphmend_print(x.detach().clone() if isinstance(x, th.Tensor) else x)
                 return x + 1
             """,
         ),
@@ -178,7 +203,8 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
     def visit_Call(self, node: cst.Call) -> None:
         if not self._is_print(node):
             return
-        if self.settings.log_strategy == "defer" and self._defer(node):
+        if self.settings.log_strategy == "defer" and self.report_deferred(node, self.MESSAGE_DEFER, self.FIX_TITLE,
+                                                                         "print"):
             return
         self.report_guard(node, self.MESSAGE)
 
@@ -188,9 +214,10 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
         assert self.facts is not None
         return self.facts.bindings.qualify(node.func) is None and self.compiled_function(node) is not None
 
-    # -- log-strategy = "defer" ------------------------------------------------
-    def _defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, cst.If] | None:
-        assert self.facts is not None
+    def is_site(self, call: cst.Call) -> bool:
+        return self._is_print(call)
+
+    def defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, list[cst.Arg]] | None:
         if not self._is_print(call) or guard.refusal(call, self.parent) is not None:
             return None
         func = self.compiled_function(call)
@@ -200,52 +227,4 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             return None
         line = build.sole_statement_line(call, self.parent)
         assert line is not None
-        return line, defer.site(line, args, self.spell("torch.compiler.is_compiling")[0])
-
-    def _top(self, node: cst.CSTNode) -> cst.CSTNode:
-        up = self.parent(node)
-        while up is not None and not isinstance(up, cst.Module):
-            node, up = up, self.parent(up)
-        return node
-
-    def _defer(self, call: cst.Call) -> bool:
-        plan = self._defer_site(call)
-        if plan is None:
-            return False
-        assert self.facts is not None
-        line, new = plan
-        needs = self.spell("torch.compiler.is_compiling")[1]
-        top = self._top(line)
-        planned = self.__dict__.get("_helper_top")
-        if defer.HELPER in self.facts.scope.index.functions or planned is not None:
-            self.report(line, self.MESSAGE_DEFER, fix=Fix(new, title=self.FIX_TITLE, needs_torch_import=needs), at=call)
-            return True
-        # First deferred site of the module: its top-level statement is replaced by the
-        # helper + the statement with every deferrable print in it rewritten. The helper
-        # needs `torch` bound above it: with an import further down, guard instead.
-        body = list(self.facts.module.body)
-        if any(isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
-               for stmt in body[body.index(top) + 1:]):
-            return False
-        self.__dict__["_helper_top"] = top
-        sites = [s for s in (self._defer_site(c) for c in _calls(top)) if s is not None]
-        rewritten = top.visit(defer.ReplaceLines(dict(sites)))
-        helper = defer.helper(self.spell("torch.compiler.disable")[0],
-                               self.spell("torch._dynamo.config.reorderable_logging_functions")[0])
-        helper[0] = helper[0].with_changes(leading_lines=[x for x in top.leading_lines if not x.comment])
-        blank = [cst.EmptyLine(), cst.EmptyLine()]
-        rewritten = rewritten.with_changes(leading_lines=blank + [x for x in top.leading_lines if x.comment])
-        fix = Fix(cst.FlattenSentinel([*helper, rewritten]), title=self.FIX_TITLE, needs_torch_import=needs)
-        self.report(top, self.MESSAGE_DEFER, fix=fix, at=call)
-        return True
-
-
-def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            found.append(call)
-
-    node.visit(_Collect())
-    return found
+        return line, args

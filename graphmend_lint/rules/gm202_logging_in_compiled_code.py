@@ -5,7 +5,7 @@ from fixit import Invalid, Valid
 
 from ..analysis import effects
 from ..analysis.bindings import dotted
-from ..fixes import guard
+from ..fixes import build, defer, guard
 from . import base
 
 
@@ -39,7 +39,27 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
     ```
 
     ## Fix
-    The call is guarded so that it runs only in eager mode:
+    By default (`log-strategy = "defer"`), eager runs the original call and the compiled
+    branch hands the logger's name, the method and the arguments to a helper that
+    `torch.compile` runs after the graph (tensors cloned at the call):
+    ```python
+    @torch.compiler.disable
+    def _graphmend_log(name, method, *args):
+        import logging
+
+        getattr(logging if name is None else logging.getLogger(name), method)(*args)
+
+
+    torch._dynamo.config.reorderable_logging_functions.add(_graphmend_log)
+    ...
+            if use_cache:
+                if not torch.compiler.is_compiling():
+                    logger.warning_once("use_cache is deprecated")
+                else:
+                    _graphmend_log(__name__, "warning_once", "use_cache is deprecated")
+    ```
+    Otherwise (below, and everywhere with `log-strategy = "guard"`) the call is guarded so
+    that it runs only in eager mode:
     ```python
             if use_cache:
                 if not torch.compiler.is_compiling():
@@ -50,24 +70,30 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
     Safe: outside `torch.compile`, `torch.compiler.is_compiling()` is `False`, so eager
     runs emit the same records (same logger, level, message, arguments, order; the
     call stays in the same function, so `funcName`/`lineno` of the record and any
-    `stacklevel` still point where they did). Under compile the record is not emitted.
+    `stacklevel` still point where they did).
 
-    Why not defer the record instead (`log-strategy = "defer"`), measured on torch
-    2.13: `torch._dynamo.config.reorderable_logging_functions` ignores `Logger` methods
-    (with `logger.warning` or `logging.Logger.warning` registered, the break stays:
-    Dynamo routes every logger method to "not supported"), and
-    `ignore_logging_functions` drops the record. A module-level helper that calls the
-    logger, registered as reorderable, does keep one graph, but: without
-    `torch.compiler.disable` Dynamo traces `logging` internals when the deferred call
-    is replayed (one extra compiled graph and two spurious `UserWarning`s about
-    `time.time` and `_thread.get_ident`); with it, the record's `funcName`/`lineno`
-    point into `torch/_dynamo/eval_frame.py`; keyword arguments (`exc_info=`,
-    `stacklevel=`, `extra=`) are dropped by the reordering; loggers reached through
-    `self` or a local name cannot be passed to it (only tensors, constants and format
-    strings may be); and calls deferred in frames Dynamo inlines are never replayed,
-    which is where library log sites sit (the Whisper and T5 `warning_once` sites are
-    in decoder stacks and attention layers, submodules of the compiled model). The
-    guard is therefore the only fix, whatever `log-strategy` says.
+    Under compile, measured on torch 2.13 (tests/test_gm2_defer_logging.py; eager,
+    aot_eager and inductor): the deferred form keeps one graph and emits the same
+    records, with the values the arguments had at the call. What differs: the record's
+    `funcName`/`lineno` are the helper's; the records come after the graph's other work
+    (and are lost if the graph raises); and Dynamo replays only the deferred calls of
+    the frame `torch.compile` was applied to: a call in a frame Dynamo inlines (a
+    submodule's `forward`, a helper) is dropped, as with the guard. What was measured
+    to break and is therefore guarded instead: a `Logger` object or a category class as
+    an argument of a reorderable function (so the helper takes the logger's name: only
+    loggers bound at module level by `logging.getLogger(<__name__ or a literal>)` or
+    transformers'/diffusers' `logging.get_logger(...)`, which return the same standard
+    `Logger`, are deferred); `x.shape` as an argument (passed as `f"{x.shape}"`, so the
+    format must then use `%s` only); keyword arguments (`exc_info=`, `stacklevel=`,
+    `extra=`), which the reordering drops; `.item()`. `logger.exception` reads the
+    exception being handled, which is gone when the call is replayed, and a `*_once`
+    call is deferred only with constant arguments (a cloned tensor would defeat its
+    cache). Registering `Logger` methods themselves does not work (Dynamo routes them
+    to "not supported"), and `torch._dynamo.decorators.leaf_function` (which does run
+    in inlined frames) fails in inductor on torch 2.13 (`AssertionError` in
+    `GraphLowering.get_attr`). A call under a tensor `if` is guarded: the GM101 fix of
+    that `if` leaves logging out of the compiled form. A call that runs only under
+    compile (the `else` of `if not is_compiling():`) is replaced by the helper call.
 
     Measured on transformers 4.44.2 (tests/test_gm2_real_models.py, tiny random-weight
     models): WhisperModel 3 graphs -> 1 (`use_cache`), 12 -> 1 (`output_attentions`,
@@ -91,6 +117,8 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
     NAME = "logging-in-compiled-code"
     FIX = "safe"
     MESSAGE = "logging call in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()`"
+    DEFERRED = "under compile, log it after the graph (deferred)"
+    FIX_TITLE = "log after the graph under compile (deferred)"
 
     VALID = [
         Valid(
@@ -144,10 +172,23 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
 
             logger = logging.getLogger(__name__)
 
+            @torch.compiler.disable
+            def _graphmend_log(name, method, *args):
+                # a logging call deferred by graphmend-lint: torch.compile runs it after the graph
+                import logging
+
+                getattr(logging if name is None else logging.getLogger(name), method)(*args)
+
+
+            torch._dynamo.config.reorderable_logging_functions.add(_graphmend_log)
+
+
             class M(nn.Module):
                 def forward(self, x):
                     if not torch.compiler.is_compiling():
                         logger.warning("shape %s", x.shape)
+                    else:
+                        _graphmend_log(__name__, "warning", "shape %s", f"{x.shape}")
                     return x * 2
             """,
         ),
@@ -165,10 +206,23 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
             import logging
             import torch
 
+            @torch.compiler.disable
+            def _graphmend_log(name, method, *args):
+                # a logging call deferred by graphmend-lint: torch.compile runs it after the graph
+                import logging
+
+                getattr(logging if name is None else logging.getLogger(name), method)(*args)
+
+
+            torch._dynamo.config.reorderable_logging_functions.add(_graphmend_log)
+
+
             @torch.compile
             def step(x):
                 if not torch.compiler.is_compiling():
                     logging.info("step")
+                else:
+                    _graphmend_log(None, "info", "step")
                 return x + 1
             """,
         ),
@@ -188,23 +242,49 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        assert self.facts is not None
-        func = node.func
-        if self.facts.bindings.qualify(func) in effects.LOGGING_FUNCS:
-            is_log = True
-        elif isinstance(func, cst.Attribute) and func.attr.value in effects.LOGGER_METHODS:
-            is_log = None  # decided below, once we know the call is compiled
-        else:
+        found = self._log_call(node)
+        if found is None:
             return
-        compiled = self.compiled_function(node)
-        if compiled is None:
-            return
-        if is_log is None:
-            finder = self.__dict__.setdefault("_loggers", effects.LoggerFinder(self))
-            assert isinstance(func, cst.Attribute)
-            if not finder.is_logger(func.value, compiled):
+        name = dotted(node.func) or "logger." + node.func.attr.value  # type: ignore[union-attr]
+        if self.settings.log_strategy == "defer":
+            message = f"`{name}()` in compiled code breaks the graph; {self.DEFERRED}"
+            if self.report_deferred(node, message, self.FIX_TITLE, "log"):
                 return
-        name = dotted(func) or "logger." + func.attr.value  # type: ignore[union-attr]
         message = (f"`{name}()` in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()` "
                    f"({guard.DROPPED})")
         self.report_guard(node, message)
+
+    def _log_call(self, node: cst.Call) -> tuple[cst.FunctionDef, cst.BaseExpression | None] | None:
+        """(compiled function, logger name for the deferred form or None) of a log call."""
+        func = node.func
+        if self.facts.bindings.qualify(func) in effects.LOGGING_FUNCS:
+            compiled = self.compiled_function(node)
+            return None if compiled is None else (compiled, cst.Name("None"))
+        if not (isinstance(func, cst.Attribute) and func.attr.value in effects.LOGGER_METHODS):
+            return None
+        compiled = self.compiled_function(node)
+        if compiled is None:
+            return None
+        finder = self.__dict__.setdefault("_loggers", effects.LoggerFinder(self))
+        if not finder.is_logger(func.value, compiled):
+            return None
+        return compiled, finder.module_logger_name(func.value, compiled)
+
+    def is_site(self, call: cst.Call) -> bool:
+        return self._log_call(call) is not None
+
+    def defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, list[cst.Arg]] | None:
+        found = self._log_call(call)
+        if found is None or found[1] is None or guard.refusal(call, self.parent) is not None:
+            return None
+        compiled, name = found
+        method = (dotted(call.func) or "").split(".")[-1]
+        if method == "exception":  # reads the exception being handled, gone when the call is replayed
+            return None
+        value = self.facts.function(compiled).value
+        args = defer.log_args(call, name, method, value, self.spell("torch.Tensor")[0])
+        if args is None or (method.endswith("_once") and not defer.constant_args(args[2:])):
+            return None
+        line = build.sole_statement_line(call, self.parent)
+        assert line is not None
+        return line, args

@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import effects
-from ..fixes import guard
+from ..fixes import build, defer, guard
 from . import base
 
 
@@ -29,7 +29,27 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
     ```
 
     ## Fix
-    The call is guarded so that it runs only in eager mode:
+    By default (`log-strategy = "defer"`), eager runs the original call and the compiled
+    branch hands the message and the category's name to a helper that `torch.compile`
+    runs after the graph:
+    ```python
+    @torch.compiler.disable
+    def _graphmend_warn(message, category):
+        import builtins
+        import warnings
+
+        warnings.warn(message, getattr(builtins, category))
+
+
+    torch._dynamo.config.reorderable_logging_functions.add(_graphmend_warn)
+    ...
+            if self.legacy:
+                if not torch.compiler.is_compiling():
+                    warnings.warn("legacy mode is deprecated", FutureWarning, stacklevel=2)
+                else:
+                    _graphmend_warn("legacy mode is deprecated", "FutureWarning")
+    ```
+    Otherwise (below, and everywhere with `log-strategy = "guard"`) the call is guarded:
     ```python
             if self.legacy:
                 if not torch.compiler.is_compiling():
@@ -39,23 +59,23 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
     ## Fix safety
     Safe: outside `torch.compile`, `torch.compiler.is_compiling()` is `False` and the
     call runs exactly as before: same message, category and order, and the same
-    `stacklevel` result, because an `if` adds no frame (moving the call into a helper
-    function would shift the reported file and line by one frame, and with it the
-    "default" filter's once-per-location bookkeeping). Under compile the warning is
-    not issued.
+    `stacklevel` result, because an `if` adds no frame.
 
-    Why not defer it (`log-strategy = "defer"`), measured on torch 2.13: with
-    `warnings.warn` itself in `torch._dynamo.config.reorderable_logging_functions`, a
-    message-only call keeps one graph but the deferred warning is attributed to the
-    `def` line of the compiled function instead of the call line; `stacklevel=` is
-    silently dropped by the reordering (only positional arguments are replayed); and
-    a category argument (a class) is refused ("can't actually be reordered"), so the
-    break stays. A module-level helper with the category fixed inside keeps one graph
-    only when wrapped in `torch.compiler.disable`, and then the warning is attributed
-    to `torch/_dynamo/eval_frame.py`. Calls deferred in frames Dynamo inlines (helpers,
-    submodule forwards) are never replayed. Registering `warnings.warn` itself is a
-    process-wide setting. The guard is therefore the only fix, whatever `log-strategy`
-    says.
+    Under compile, measured on torch 2.13 (tests/test_gm2_defer_logging.py; eager,
+    aot_eager and inductor): one graph, and the same warnings (message and category),
+    in order. What differs: the warning's location is the helper's line, not the
+    caller's (`stacklevel` has nothing to point at when the call is replayed after the
+    graph), so under the "default" filter two sites with the same message warn once, not
+    twice; and Dynamo replays only the deferred calls of the frame `torch.compile` was
+    applied to, so a warning in a frame Dynamo inlines (a submodule's `forward`, a
+    helper) is dropped, as with the guard. Measured to break, hence guarded instead: a
+    category class as an argument (the helper takes the name of a builtin category, so
+    a project's own `Warning` subclass is guarded), `warnings.warn` itself registered
+    (the location becomes the compiled function's `def` line, `stacklevel=` is
+    dropped), `source=`, `*args`, and messages that call `.item()` or are not text
+    known at trace time. A call under a tensor `if` is guarded (the GM101 fix of that
+    `if` leaves it out of the compiled form); one that runs only under compile is
+    replaced by the helper call.
 
     ## When no fix is offered
     When the call's value is used, when it shares its line with other statements or
@@ -69,6 +89,9 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
     FIX = "safe"
     MESSAGE = ("`warnings.warn()` in compiled code breaks the graph; guard it with `torch.compiler.is_compiling()` "
                f"({guard.DROPPED})")
+
+    MESSAGE_DEFER = "`warnings.warn()` in compiled code breaks the graph; under compile, warn after the graph (deferred)"
+    FIX_TITLE = "warn after the graph under compile (deferred)"
 
     VALID = [
         Valid(
@@ -105,10 +128,24 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
             import torch
             from torch import nn
 
+            @torch.compiler.disable
+            def _graphmend_warn(message, category):
+                # warnings.warn() deferred by graphmend-lint: torch.compile runs it after the graph
+                import builtins
+                import warnings
+
+                warnings.warn(message, getattr(builtins, category))
+
+
+            torch._dynamo.config.reorderable_logging_functions.add(_graphmend_warn)
+
+
             class M(nn.Module):
                 def forward(self, x):
                     if not torch.compiler.is_compiling():
                         warnings.warn("deprecated", FutureWarning, stacklevel=2)
+                    else:
+                        _graphmend_warn("deprecated", "FutureWarning")
                     return x * 2
             """,
         ),
@@ -125,9 +162,32 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        assert self.facts is not None
-        if self.facts.bindings.qualify(node.func) not in effects.WARN_FUNCS:
+        if not self._is_warn(node):
             return
-        if self.compiled_function(node) is None:
+        if self.settings.log_strategy == "defer" and self.report_deferred(node, self.MESSAGE_DEFER, self.FIX_TITLE,
+                                                                         "warn"):
             return
         self.report_guard(node, self.MESSAGE)
+
+    def _is_warn(self, node: cst.Call) -> bool:
+        return (self.facts.bindings.qualify(node.func) in effects.WARN_FUNCS
+                and self.compiled_function(node) is not None)
+
+    def is_site(self, call: cst.Call) -> bool:
+        return self._is_warn(call)
+
+    def defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, list[cst.Arg]] | None:
+        if not self._is_warn(call) or self.facts.bindings.qualify(call.func) != "warnings.warn":
+            return None
+        if guard.refusal(call, self.parent) is not None:
+            return None
+        category = defer.builtin_category(call, self.facts.module, self.facts.bindings)
+        func = self.function_of(call)
+        if category is None or func is None:
+            return None
+        args = defer.warn_args(call, category, self.facts.function(func).value, self.spell("torch.Tensor")[0])
+        if args is None:
+            return None
+        line = build.sole_statement_line(call, self.parent)
+        assert line is not None
+        return line, args

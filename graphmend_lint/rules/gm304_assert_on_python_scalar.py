@@ -56,6 +56,12 @@ class AssertOnPythonScalarRule(base.GraphMendRule):
     does); `python -O` no longer removes the compiled check. The tensor must be provably 0-d
     (`.item()` raises on several elements where Inductor's `_assert_async` would test each).
 
+    On CUDA (not measured here) the compiled assertion is a device-side assert: the message
+    is lost ("CUDA error: device-side assert triggered"), the error surfaces at a later
+    synchronisation, and the CUDA context is unusable afterwards (the process must restart).
+    For code that catches the original exception around compiled calls, `validation-fixes =
+    "unsafe"` in `[tool.graphmend]` makes this fix unsafe.
+
     ## When no fix is offered
     A tensor not provably 0-d; a test other than one conversion or one comparison with one; a
     conversion compared with a value not provably a number; a call not known to be free of side

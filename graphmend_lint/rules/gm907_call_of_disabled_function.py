@@ -129,7 +129,7 @@ class CallOfDisabledFunctionRule(base.GraphMendRule):
             if isinstance(alias, cst.Call) and X.qualified(self, alias.func) in DISABLE:
                 return name
         if target is not None and any(self._is_disable(d.decorator) for d in target.decorators):
-            return name
+            return None if scope.reorderable(name) else name
         return None
 
     def _is_disable(self, dec: cst.BaseExpression) -> bool:

@@ -9,6 +9,7 @@ from ..fixes import NoFix, numpy_math
 from . import base
 
 CONVERSIONS = {"int", "float", "bool"}
+INTEGER_RESULTS = {"numpy.lcm", "numpy.gcd"}
 
 
 class NumpyValueInCompiledCodeRule(base.GraphMendRule):
@@ -25,9 +26,13 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
     of it is data-dependent. Measured on torch 2.13 (eager backend, Dynamo's graph_breaks log):
     `lcm = np.lcm(a, b)` then `if x.shape[-1] % lcm != 0:` is 1 break ("Data-dependent
     branching"), `if np.sqrt(self.d) > 1.5:` 1 break, `int(np.lcm(a, b))` 1 break; the same code
-    with `math.lcm`/`math.sqrt` runs in one graph. A NumPy value used only in arithmetic with
-    tensors (`x / np.sqrt(d)`) or as a size does not break and is not reported. `np.random`
-    draws are GM910's.
+    with `math.lcm`/`math.sqrt` runs in one graph. `int()`/`float()` break only on integer
+    NumPy values: `int(np.lcm(3, 4))` and `int(np.floor(4))` break, `int(np.sqrt(4))`,
+    `float(np.sqrt(4))` and `int(np.floor(2.5))` do not; so a conversion is reported only where
+    every NumPy source gives an integer whatever its arguments (`np.lcm`, `np.gcd`), and
+    `bool()` always. A NumPy value used only in arithmetic with tensors (`x / np.sqrt(d)`) or
+    as a size does not break and is not reported (but `int()` of it as a size does, and is a
+    known gap when the conversion is not reported). `np.random` draws are GM910's.
 
     ## Example
     ```python
@@ -174,4 +179,17 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value in CONVERSIONS and len(node.args) == 1 \
                 and self.facts.bindings.qualify(node.func) is None and not node.args[0].star:
+            if node.func.value != "bool" and not self._integer_valued(node, node.args[0].value):
+                return
             self._check(node, node.args[0].value, f"`{node.func.value}()`")
+
+    def _integer_valued(self, node: cst.CSTNode, expr: cst.BaseExpression) -> bool:
+        """Every NumPy source of `expr` gives an integer (`np.lcm`, `np.gcd`): measured on torch 2.13,
+        `int()`/`float()` of an integer NumPy value breaks, of a floating one (`np.sqrt(4)`,
+        `np.floor(2.5)`) does not. Where the dtype depends on the argument (`np.floor` of an int
+        is an int), nothing is reported: precision first."""
+        func = self.compiled_function(node)
+        if func is None:
+            return False
+        found = NV.sources(self.facts, func, expr)
+        return bool(found) and all(self.facts.bindings.qualify(c.func) in INTEGER_RESULTS for _, c in found)

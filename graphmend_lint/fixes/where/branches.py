@@ -59,21 +59,18 @@ RETURN_AFTER = "the `return` after the `if` stays the eager path"
 
 def _tail(block: cst.IndentedBlock, i: int) -> list | None:
     """The lines after `block.body[i]` up to and including the first `return <value>`, when every line
-    before it holds only assignments to one name each (`y = h + 1; z = y.relu()`), calls (logging,
-    left to eager by `without_logging`; other calls are refused as side effects) or `if` statements
-    (the GM2xx guard `if not torch.compiler.is_compiling(): ...`; others are refused); else None."""
+    before it holds only assignments to one name each (`y = h + 1; z = y.relu()`); else None. (A log
+    call there is not taken: GM202 defers it to after the graph under compile, which a compiled
+    path returning before it would drop.)"""
     out = []
     for st in block.body[i + 1:]:
-        if isinstance(st, cst.If):
-            out.append(st)
-            continue
         if not isinstance(st, cst.SimpleStatementLine):
             return None
         out.append(st)
         if len(st.body) == 1 and isinstance(st.body[0], cst.Return):
             return out if st.body[0].value is not None else None
         if not all(isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)
-                   or isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) for s in st.body):
+                   for s in st.body):
             return None
     return None
 
@@ -118,8 +115,7 @@ def return_after(prover: Prover, v: Verdict, node: cst.If) -> list:
                 v.refuse = ("the assignments after the early return are inside a `try`: its handlers would see "
                             "their names bound on both paths")
                 return []
-        bound = {s.targets[0].target.value for st in tail[:-1] if isinstance(st, cst.SimpleStatementLine)
-                 for s in st.body if isinstance(s, cst.Assign)}
+        bound = {s.targets[0].target.value for st in tail[:-1] for s in st.body}
         if bound & _declared(prover.func):
             v.refuse = f"the assignments after the early return bind `global`/`nonlocal` names ({', '.join(sorted(bound & _declared(prover.func)))})"
             return []

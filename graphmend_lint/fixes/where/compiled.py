@@ -34,6 +34,23 @@ from ..syntax import code, flatten, names_in, strip_parens
 from .proof import Prover
 from .verdict import EAGER_ONLY, GRAD_OFF, SHAPES, Verdict
 
+# EAGER_VERBATIM, the rule that picks the form (issue 24): every GM1xx torch.where fix is this
+# compile-only form, also where the source proves torch.where exact. The "short form" (torch.where
+# in place of the `if`, eager too) gives the same values but was slower in eager in every case
+# measured: perf/eager_short_form.py, torch 2.13 CPU, one thread, the 12 fixtures that had it plus
+# two names `a if c else b`, both outcomes, 32x128 and 4x256x768 tensors: 54 of 54 rows slower,
+# by 1.3x to 400x, median 2.1x (32x128) and 7.2x (4x256x768): torch.where computes every branch,
+# the `if` one branch and a sync. Under torch.compile both forms trace the same graph. The short
+# form is left only where no compile-only form fits (a ternary as an `and`/`or` operand, in a
+# test, ...: fixes/where/nested.py), as an unsafe fix whose title says why (`SHORT_FORM_IN_EAGER`).
+SHORT_FORM_IN_EAGER = ("torch.where replaces the ternary in eager too, where it computes both branches "
+                       "(slower than the ternary: perf/eager_short_form.py)")
+
+
+def proved_note(verdict: Verdict) -> str:
+    """How a form that needs no check keeps gradients exact, for the fix title."""
+    return " (double where: exact gradients)" if verdict.guard else ""
+
 
 @dataclass
 class Split:

@@ -6,14 +6,14 @@ import libcst as cst
 from ..fix import Fix, NoFix
 from ..safety import Safety
 from .assign import plan
-from .compiled import build, checked_note
+from .compiled import build, checked_note, proved_note
 from .proof import Prover
 from . import noop, quiet
 
 
 def fix_if(rule, node: cst.If, func: cst.FunctionDef) -> Fix | NoFix:
-    """The torch.where fix of a tensor `if`: the short form when it is exact in eager too, else the
-    compile-only form (safe when every missing proof is checked while tracing)."""
+    """The torch.where fix of a tensor `if`: always the compile-only form (compiled.EAGER_VERBATIM),
+    safe when every missing proof is checked while tracing."""
     masked = noop.fix(rule, node, func)  # a guard that only skips a no-op masked update
     if masked is not None:
         return masked
@@ -25,11 +25,10 @@ def fix_if(rule, node: cst.If, func: cst.FunctionDef) -> Fix | NoFix:
         return NoFix(verdict.refuse)
     if isinstance(replacement, list):
         replacement = cst.FlattenSentinel(replacement)
-    if not verdict.missing:
-        how = " (double where: exact gradients)" if verdict.guard else ""
-        return Fix(replacement, Safety.SAFE, f"fix: torch.where{how}", prover.imports)
+    # compile-only even when proved exact: EAGER_VERBATIM in compiled.py (the measured eager cost)
     sp = build(prover, node, verdict, replacement.nodes if isinstance(replacement, cst.FlattenSentinel) else replacement)
-    title = f"fix: torch.where under torch.compile only (eager runs the `if` unchanged){checked_note(sp)}"
+    title = (f"fix: torch.where{proved_note(verdict)} under torch.compile only (eager runs the `if` unchanged)"
+             f"{checked_note(sp)}")
     if sp.grad_only:
         title += f"; with gradients on, the `if` runs as before ({'; '.join(sp.grad_only)})"
     if verdict.logged:

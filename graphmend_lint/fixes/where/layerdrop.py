@@ -30,25 +30,9 @@ from libcst.metadata import PositionProvider
 from ...analysis import context
 from ..fix import Elsewhere, Fix, NoFix
 from ..syntax import code, flatten
-from .layerdrop_noop import no_fix_reason
-
-
-def _draw(rule, ff, node: cst.BaseExpression) -> bool:
-    """`node` is a name bound once in the function, to `torch.rand([])` (one element, one call)."""
-    if not isinstance(node, cst.Name) or node.value in ff.params:
-        return False
-    values = ff.assigned.get(node.value, [])
-    return bool(values) and all(_rand_call(rule, v) for v in values)
-
-
-def _rand_call(rule, call) -> bool:
-    if not isinstance(call, cst.Call) or rule.facts.bindings.qualify(call.func) != "torch.rand":
-        return False
-    if len(call.args) != 1 or call.args[0].keyword:
-        return False
-    size = call.args[0].value
-    return isinstance(size, (cst.List, cst.Tuple)) and not size.elements or \
-        isinstance(size, cst.Integer) and size.value == "1"
+from . import layerdrop_cond
+from .layerdrop_draw import draw_below, the_draw
+from .layerdrop_noop import default_note, no_fix_reason
 
 
 def guarded(rule, ff, test: cst.BaseExpression) -> bool:
@@ -64,56 +48,26 @@ def guarded(rule, ff, test: cst.BaseExpression) -> bool:
     return False
 
 
-def _probability(ff, node: cst.BaseExpression) -> bool:
-    """A name or attribute chain that is not a tensor (`self.layerdrop`, `self.config.layerdrop`)."""
-    probe = node
-    while isinstance(probe, cst.Attribute):
-        probe = probe.value
-    return isinstance(probe, cst.Name) and not ff.value(node).is_tensor
-
-
-def _draw_below(rule, ff, atom: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The probability `p` of an atom `draw < p` (or `p > draw`; the draw a name or `torch.rand([])`
-    itself), else None."""
-    if not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
-        return None
-    op, right = atom.comparisons[0].operator, atom.comparisons[0].comparator
-
-    def is_draw(e):
-        return _draw(rule, ff, e) or _rand_call(rule, e)
-
-    if isinstance(op, cst.LessThan) and is_draw(atom.left) and _probability(ff, right):
-        return right
-    if isinstance(op, cst.GreaterThan) and is_draw(right) and _probability(ff, atom.left):
-        return atom.left
-    return None
-
-
 def rewrite(rule, ff, test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, bool] | None:
     """The test with the trace-time guard before its draw comparison, the probability's source, and
     whether `import torch` must be added."""
     parts = flatten(test, cst.And)
-    found = [(i, p) for i, p in enumerate(parts) if _draw_below(rule, ff, p) is not None]
+    found = [(i, p) for i, p in enumerate(parts) if draw_below(rule, ff, p) is not None]
     if len(found) != 1:
         return None
     index, atom = found[0]
     if any(ff.value(p).kind != "static" for i, p in enumerate(parts) if i != index):
         return None  # another tensor test: the break stays either way
-    prob = code(_draw_below(rule, ff, atom))
+    prob = code(draw_below(rule, ff, atom))
     is_compiling, needs = rule.spell("torch.compiler.is_compiling")
     keep, needs_keep = rule.spell("torch._assert_async")
-    guard = f"not ({is_compiling}() and {prob} <= 0.0 and {keep}({code(_the_draw(rule, ff, atom))} < 1.0, \"{KEEP}\") is None)"
+    guard = f"not ({is_compiling}() and {prob} <= 0.0 and {keep}({code(the_draw(rule, ff, atom))} < 1.0, \"{KEEP}\") is None)"
     texts = [code(p) for p in parts]
     texts.insert(index, guard)
     return cst.parse_expression(" and ".join(texts)), prob, needs or needs_keep
 
 
 KEEP = "keeps the draw of torch.rand"  # the message of the check that keeps a draw under compile
-
-
-def _the_draw(rule, ff, atom: cst.Comparison) -> cst.BaseExpression:
-    """The draw of an atom `_draw_below` accepts: its left side for `<`, its right side for `>`."""
-    return atom.left if isinstance(atom.comparisons[0].operator, cst.LessThan) else atom.comparisons[0].comparator
 
 
 class Done(enum.Enum):
@@ -132,9 +86,10 @@ def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix | 
         return _fix_binding(rule, node, func)
     test, prob, needs = got
     noop = no_fix_reason(rule, node, node.test, prob)
-    if noop is not None:
-        return NoFix(noop)
-    return Fix(node.with_changes(test=test), title=message(prob), needs_torch_import=needs)
+    if noop is not None:  # p > 0.0 here: the unsafe torch.cond form, where the loop body has its shape
+        return layerdrop_cond.fix(rule, node, func) or NoFix(noop + layerdrop_cond.not_offered(rule, node))
+    return Fix(node.with_changes(test=test), title=message(prob) + default_note(rule, node, prob),
+               needs_torch_import=needs)
 
 
 def message(prob: str) -> str:
@@ -204,10 +159,12 @@ def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix |
         test, prob, needs = got
         noop = no_fix_reason(rule, assign, assign.value, prob)
         if noop is not None:
-            return NoFix(noop) if tests[0] is node else Elsewhere(f"no fix: {noop}")
+            cond = layerdrop_cond.fix(rule, node, func) if tests[0] is node else None
+            noop += layerdrop_cond.not_offered(rule, node)
+            return cond or (NoFix(noop) if tests[0] is node else Elsewhere(f"no fix: {noop}"))
         line = rule.get_metadata(PositionProvider, assign).start.line
         if tests[0] is not node:  # one fix, on the first test reading the binding
             return Elsewhere(f"{message(prob)} (fixed at the binding of `{n.value}`, line {line})")
-        title = f"{message(prob)} (fix at the binding of `{n.value}`, line {line})"
+        title = f"{message(prob)}{default_note(rule, assign, prob)} (fix at the binding of `{n.value}`, line {line})"
         return Fix(assign.with_changes(value=test), title=title, needs_torch_import=needs, node=assign)
     return None

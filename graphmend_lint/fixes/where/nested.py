@@ -59,6 +59,7 @@ from .compiled import (
     conjunction,
     fresh,
     one_sided,
+    proved_note,
 )
 from .proof import Prover
 from .verdict import EAGER_ONLY, GRAD_OFF, SHAPES, Verdict
@@ -306,7 +307,8 @@ def fix(rule, node: cst.IfExp, func: cst.FunctionDef, prover: Prover, verdict: V
     note = ""
     if sp.shapes_checked and bind:
         note = f"; {', '.join(f'`{code(e)}`' for e in bind)} evaluated first, in order, as before the ternary"
-    title = f"fix: torch.where under torch.compile only (eager runs the line unchanged){checked_note(sp)}{note}"
+    title = (f"fix: torch.where{proved_note(verdict)} under torch.compile only (eager runs the line unchanged)"
+             f"{checked_note(sp)}{note}")
     safety = Safety.UNSAFE if sp.unchecked else Safety.SAFE
     if sp.unchecked:
         title = f"{title}; unsafe: {'; '.join(sp.unchecked)}"

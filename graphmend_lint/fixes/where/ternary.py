@@ -8,15 +8,15 @@ from ..fix import Fix, NoFix
 from ..safety import Safety
 from . import nested
 from .after import After, alias_of, later_than, rebind_proofs
-from .compiled import build, checked_note
+from .compiled import SHORT_FORM_IN_EAGER, build, checked_note, proved_note
 from .proof import Prover
 from .rewrite import guarded, index_guarded
 from .verdict import EAGER_ONLY, Gap, GapKind, Verdict
 
 
 def fix(rule, node: cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix:
-    """The fix of the ternary `node`: the short form when torch.where is exact in eager too, else the
-    compile-only form (safe when every missing proof is checked while tracing)."""
+    """The fix of the ternary `node`: the compile-only form (compiled.EAGER_VERBATIM), safe when every
+    missing proof is checked while tracing; where none fits, the unsafe torch.where in place."""
     prover = Prover(rule, node, func)
     cond, verdict = prover.condition(node.test)
     body, orelse = node.body, node.orelse
@@ -35,15 +35,14 @@ def fix(rule, node: cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix:
         if gap.kind is GapKind.SHOWN:  # printed, not read
             prover.checks[gap.why] = EAGER_ONLY
     replacement = prover.call("torch.where", cond, body, orelse).with_changes(lpar=node.lpar, rpar=node.rpar)
-    if not verdict.missing:
-        how = " (double where: exact gradients)" if verdict.guard else ""
-        return Fix(replacement, Safety.SAFE, f"fix: torch.where{how}", prover.imports)
+    # compile-only even when proved exact: EAGER_VERBATIM in compiled.py (the measured eager cost)
     compiled = _compile_only(rule, node, func, prover, verdict, replacement)
     if isinstance(compiled, Fix):
         return compiled
     why = f" (no compile-only form: {compiled.reason})" if compiled.reason else ""
-    return Fix(replacement, Safety.UNSAFE, f"unsafe fix with torch.where: {'; '.join(verdict.missing)}{why}",
-               prover.imports)
+    missing = verdict.missing or [SHORT_FORM_IN_EAGER]
+    return Fix(replacement, Safety.UNSAFE, f"unsafe fix with torch.where{proved_note(verdict)}: "
+               f"{'; '.join(missing)}{why}", prover.imports)
 
 
 def _compile_only(rule, node: cst.IfExp, func, prover: Prover, verdict: Verdict, replacement) -> Fix | NoFix:
@@ -64,7 +63,8 @@ def _compile_only(rule, node: cst.IfExp, func, prover: Prover, verdict: Verdict,
     sp = build(prover, stmt, verdict, [line(small)])
     if sp.node is None:
         return NoFix("")
-    title = f"fix: torch.where under torch.compile only (eager runs the line unchanged){checked_note(sp)}"
+    title = (f"fix: torch.where{proved_note(verdict)} under torch.compile only (eager runs the line unchanged)"
+             f"{checked_note(sp)}")
     if sp.grad_only:
         title += f"; with gradients on, the line runs as before ({'; '.join(sp.grad_only)})"
     if sp.unchecked:

@@ -8,6 +8,7 @@ from ...analysis import tables as T
 from ...analysis.bindings import dotted
 from ..syntax import code, strip_parens
 from .checks import Checks, float_literal
+from .modules import module_checks
 from .values import any_tensor_dims
 from .verdict import Verdict
 
@@ -57,6 +58,11 @@ class _Walk(cst.CSTVisitor):
             self._refuse(f"`{code(n)}` may raise (division by zero) when its branch is not taken")
 
     def visit_Call(self, n: cst.Call) -> None:
+        module = module_checks(self.prover, n)
+        if module is not None:  # `self.proj(h)`: a known torch layer, checked while tracing
+            for why, check in module:
+                self._miss(why, check)
+            return
         reason = self.prover.call_problem(n)
         empty = self.prover.empty_check(n) if reason else None
         if empty is not None:  # raises only on an empty tensor: a shape, known while tracing
