@@ -271,9 +271,22 @@ class _Writer:
         """Shapes a torch.where rewrite gets wrong: in-place updates, aliases, Python numbers, while."""
         self.features.add("tricky")
         test = self.tensor_test(indent)
-        form = self.c.pick(["inplace", "alias", "scalar", "while", "functional", "method"])
+        form = self.c.pick(["inplace", "alias", "scalar", "while", "functional", "method", "masked"])
         self.features.add(f"tricky-{form}")
-        if form == "inplace":
+        if form == "masked":  # a mask test guarding a masked update, the mask maybe indexed (#23)
+            name, k = self.control(indent, derive=False)
+            self.controls[k] |= {"pos", "neg"}  # all True, all False
+            mask = self.fresh("m")
+            self.emit(indent, f"{mask} = {name} > 0")
+            value = self.c.pick(["0.0", "-1.0", "2.5", "-1e9", "1"])
+            if self.c.chance(0.5):
+                idx = self.c.pick(["", "[0]", "[:, 0:1]", "[..., :]", "[1:]"])
+                self.emit(indent, f"if {mask}.any():\n    h = h.masked_fill({mask}{idx}, {value})")
+            else:
+                idx = self.c.pick(["", "[...]", "[:, :]", "[:2]"])
+                self.emit(indent, self.fmt(f"buf = {{t}}.zeros_like(h.detach())\nif {mask}.sum() != 0:\n"
+                                           f"    buf[{mask}{idx}] = {value}\nh = h + buf"))
+        elif form == "inplace":
             self.emit(indent, f"if {test}:\n    h = h.clone()\n    h.add_(1)\nelse:\n    h = h * 2")
         elif form == "alias":
             self.emit(indent, f"keep = h\nif {test}:\n    h = h * 2\nkeep.mul_(1.0)\nh = h + keep")
@@ -351,8 +364,18 @@ class _Writer:
         """The last statements of the compiled function: a return, maybe in both branches of a test."""
         self.lines, saved = [], self.lines
         form = self.c.pick(["plain", "plain", "both", "ternary", "tuple", "elif", "ternary-nested"])
+        if form == "both" and self.c.chance(0.3):
+            form = "early"  # an early return, then assignments before the last one (#23)
         self.features.add(f"return-{form}")
-        if form == "plain":
+        if form == "early":
+            self.emit(0, f"if {self.tensor_test(0)}:\n    return {self.value()}")
+            tmp = self.fresh("t")
+            self.emit(0, f"{tmp} = {self.value()}")
+            if self.c.chance(0.5):  # rebinds `h`, which the test or the early return may read
+                self.emit(0, f"h = {tmp} * 0.5 + 1\nreturn {self.value()}")
+            else:
+                self.emit(0, f"return {tmp} * 2")
+        elif form == "plain":
             self.emit(0, "return h")
         elif form == "ternary":
             self.emit(0, f"return {self.value()} if {self.tensor_test(0)} else {self.value()}")

@@ -23,7 +23,9 @@ CASES = [c for c in fixture_cases() if (c.parent.name.startswith("GM10") or c.pa
          and c.with_name(c.stem + ".fixed.py").exists()]
 # fixes whose compiled form waits for gradients off (inference): with gradients on the `if` runs
 GRAD_OFF = [c for c in CASES if grad_off_fix(c)]
-INDUCTOR = ["GM101/invalid_shape_mismatch.py", "GM101/invalid_branch_only_indexing.py", "GM101/invalid_reduction_maybe_empty.py", "GM101/invalid_unknown_dtype.py", "GM104/invalid_layerdrop_encoder.py"]
+INDUCTOR = ["GM101/invalid_shape_mismatch.py", "GM101/invalid_branch_only_indexing.py", "GM101/invalid_reduction_maybe_empty.py",
+            "GM101/invalid_unknown_dtype.py", "GM104/invalid_layerdrop_encoder.py", "GM101/invalid_return_after_setups.py",
+            "GM101/invalid_masked_fill_indexed.py"]
 
 
 def _module(path, tag):
@@ -319,6 +321,28 @@ def test_nested_ternary_with_dropout_before_it():
             exact = backend == "aot_eager"
             assert _same(want, got, exact) and _same(want_g, got_g, exact), (backend, seed)
             assert breaks == 0
+
+
+@pytest.mark.parametrize("name,breaks", [("invalid_masked_fill_indexed.py", (1, 1, 1)),
+                                         ("invalid_masked_update_indexed.py", (2, 2, 1))])
+def test_masked_checks_fall_back_to_the_if(name, breaks):
+    """Masks the update would raise on (a float mask, one that does not fit the updated tensor, one
+    with too few dims for its index), none of them selecting anything: eager never runs the update;
+    the trace-time checks fail, so the compiled code runs the `if` too (one break per failed check,
+    the eager result) where the update alone or torch.where would have raised. (A 1-d mask fits
+    `pad[..., None, :]`: that update runs alone.)"""
+    case = FIXTURES / "GM101" / name
+    orig, inputs = _make(case, "mo")
+    fixed, _ = _make(case.with_name(case.stem + ".fixed.py"), "mf")
+    head = inputs[0][:-1]
+    pads = (torch.zeros(2, 3), torch.zeros(2, 4, dtype=torch.bool), torch.zeros(3, dtype=torch.bool))
+    for pad, expected in zip(pads, breaks):
+        with pytest.raises((RuntimeError, IndexError)):
+            _call(orig, (*head, torch.ones_like(pad)))  # the update itself, when it runs
+        want, want_g, _ = _call(orig, (*head, pad))
+        got, got_g, n = _call(fixed, (*head, pad), "aot_eager")
+        assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True), pad
+        assert n == expected, pad
 
 
 LAYERDROP_COND = FIXTURES / "GM104" / "invalid_layerdrop_cond.py"

@@ -41,7 +41,27 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0:\n    y = h * 2\nelse:\n    y = h - 1\nreturn y\n", "safe", "fix: torch.where"),
     # `return` after the `if` is its else: the compiled path returns torch.where, eager keeps both
     ("if h.sum() > 0:\n    return torch.tanh(h)\nreturn h\n", "safe", "under torch.compile only"),
-    ("if h.sum() > 0:\n    return torch.tanh(h)\nh = h + 1\nreturn h\n", "none", "`return` in some branches only"),
+    # ... also after assignments (#23): the compiled path computes them first; a name they rebind
+    # that the test or the early return reads gets a fresh name there
+    ("if h.sum() > 0:\n    return torch.tanh(h)\nh = h + 1\nreturn h\n", "safe", "under torch.compile only"),
+    ("if h.sum() > 0:\n    return h * 2\ny = h + 1\nz = y.relu()\nreturn z * 3\n", "safe", "under torch.compile only"),
+    # ... an infinite derivative there, or a name read only there (a leaf: zero gradient vs none),
+    # waits for gradients off
+    ("if h.sum() > 0:\n    return h * 2\ny = h.abs().sqrt()\nreturn y\n", "safe", "`sqrt` has an infinite derivative"),
+    ("if h.sum() > 0:\n    return h * 2\nreturn h * self.proj.bias\n", "safe", "`self.proj.bias` is read in one branch only"),
+    ("if h.sum() > 0:\n    return h * 2\ny = h * self.proj.bias\nreturn y + 1\n", "safe", "`self.proj.bias` is read in one"),
+    # ... but not what may raise, nor inside a `try` (its handlers would see the names bound)
+    ("if h.sum() > 0:\n    return h * 2\ny = h @ x\nreturn y\n", "none", "may raise"),
+    ("try:\n    if h.sum() > 0:\n        return h\n    y = h + 1\n    return y\nfinally:\n    pass\n", "none",
+     "inside a `try`"),
+    # ... but not a call there (GM202 defers a log call to after the graph: a compiled path returning
+    # before it would drop it), nor an `if` or a loop
+    ("if h.sum() > 0:\n    return h * 2\nprint(h)\nreturn h\n", "none", "`return` in some branches only"),
+    ("if h.sum() > 0:\n    return h * 2\nself.tap(h)\ny = h + 1\nreturn y\n", "none", "`return` in some branches only"),
+    ("if h.sum() > 0:\n    return h * 2\ny = h + 1\nif self.training:\n    y = y * 2\nreturn y\n", "none",
+     "`return` in some branches only"),
+    ("if h.sum() > 0:\n    return h * 2\nfor i in range(2):\n    h = h + 1\nreturn h\n", "none",
+     "`return` in some branches only"),
     # a *_like constructor of a tensor cannot raise
     ("if h.sum() > 0:\n    y = torch.zeros_like(h)\nelse:\n    y = h\nreturn y\n", "safe", "fix: torch.where"),
     ("if h.sum() > 0:\n    y = torch.full_like(x, 0.5)\nelse:\n    y = h\nreturn y\n", "safe", "`isinstance(x, torch.Tensor)`"),
@@ -54,7 +74,11 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0:\n    h = F.softplus(h) - 1\nreturn h\n", "safe", "fix: torch.where"),
     ("if h.sum() > 0:\n    h = h.softmax(2)\nreturn h\n", "none", "dim out of range"),
     # indexing in a branch value: checked while tracing, a tensor index is 0 where not taken
-    ("if h.sum() > 0:\n    return h * 2\nreturn h[5]\n", "safe", "`h.shape[0] > 5`"),
+    ("if h.sum() > 0:\n    return h * 2\nreturn h[5]\n", "safe", "`h.dim() >= 1 and h.shape[0] > 5`"),
+    # basic indexing (#23): `None` and `...` take no dim; the dims are checked first
+    ("if h.sum() > 0:\n    return h * 2\nreturn h[None, ..., :2]\n", "safe", "`h.dim() >= 1`"),
+    ("if h.sum() > 0:\n    return h * 2\nreturn h[:, None, 0]\n", "safe", "`h.dim() >= 2 and h.shape[1] > 0`"),
+    ("if h.sum() > 0:\n    return h * 2\nreturn h[..., 0]\n", "none", "indexing"),
     ("if h.sum() > 0:\n    y = h[mask]\nelse:\n    y = h\nreturn y\n", "safe", "mask.dtype == torch.long"),
     ("if h.sum() > 0:\n    y = h[:, -1:]\nelse:\n    y = h\nreturn y\n", "safe", "under torch.compile only"),
     ("if h.sum() > 0:\n    y = h[..., mask]\nelse:\n    y = h\nreturn y\n", "none", "indexing"),
@@ -94,7 +118,15 @@ def findings(body: str, code: str = "GM101"):
     ("with torch.no_grad():\n    if h.sum() > 0:\n        h = torch.exp(h)\nreturn h\n", "unsafe", "detaches"),
     ("with torch.no_grad():\n    g = h * 3\n    if g.sum() > 0:\n        g = torch.exp(g)\nreturn g\n", "safe", ""),
     ("if h.sum() > 0:\n    h = h.detach()\nreturn h\n", "safe", "`detach`"),
-    ("if h.sum() > 0:\n    h = h.masked_fill(mask, 0.0)\nreturn h\n", "safe", "with gradients on, the `if` runs as before (`mask` is read in one branch only"),
+    # masked_fill raises on a mask that is not bool or does not broadcast, a value its dtype cannot
+    # hold: checked while tracing (#23); its mask is bool, never differentiable: no one-sided read
+    ("if h.sum() > 0:\n    h = h.masked_fill(mask, 0.0)\nreturn h\n", "safe",
+     "`isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.dim() <= h.dim() and all("),
+    ("if mask.any():\n    h = h.masked_fill(mask[:, None], -1e9)\nreturn h\n", "safe", "and h.dtype != torch.float16`"),
+    ("if mask.any():\n    h = h.masked_fill(mask[..., None] == 0, float('-inf'))\nreturn h\n", "safe", "mask[..., None].dim() <= h.dim()"),
+    ("if mask.any():\n    h = h.masked_fill(mask, torch.finfo(h.dtype).min)\nreturn h\n", "safe", "mask.dtype == torch.bool"),
+    ("if mask.any():\n    h = h.masked_fill(mask, torch.finfo(torch.float32).min)\nreturn h\n", "unsafe", "the value fits"),
+    ("if mask.any():\n    h = h.masked_fill(mask, self.fill)\nreturn h\n", "unsafe", "the value fits"),
     ("if h.sum() > 0 or h[0].sum() > 0:\n    h = h * 2\nreturn h\n", "none", "indexing"),
     # a reduction that raises on an empty tensor (warns on one element) where `if` may not run it:
     # the element count is a shape, checked while tracing
@@ -134,6 +166,14 @@ def findings(body: str, code: str = "GM101"):
     # ... but real state is not: torch.where would run the update on both sides
     ("if h.sum() > 0:\n    self.count += 1\n    h = h * 2\nreturn h\n", "none", "side effects"),
     ("if h.sum() > 0:\n    print(str(h))\n    self.n = 1\n    h = h * 2\nreturn h\n", "none", "side effects"),
+    # a guard that only skips a no-op masked update (#23): where no element of the bool mask is True,
+    # none of a basic-indexed view of it is; the update alone runs under compile, checked while tracing
+    ("if mask.any():\n    x[mask[:, None]] = 0\nreturn h\n", "safe", "mask.dtype == torch.bool and mask[:, None].dim() <= x.dim()"),
+    ("if mask.sum() > 0:\n    x.masked_fill_(mask[..., None], -2.5)\nreturn h\n", "safe", "x.is_floating_point() and not x.requires_grad"),
+    ("if (x == 0).any():\n    x[x == 0] = 1\nreturn h\n", "safe", "checked while tracing (`isinstance(x, torch.Tensor) and not x.requires_grad`)"),
+    ("if (x == 0).any():\n    x[(x == 0)[0]] = 1\nreturn h\n", "none", "side effects"),  # only a name's mask is indexed
+    ("if mask.any():\n    x[mask[idx]] = 0\nreturn h\n", "none", "side effects"),  # advanced indexing
+    ("if mask.any():\n    x[mask[:, None]] = 1e40\nreturn h\n", "none", "side effects"),  # no dtype holds it
 ])
 def test_gm101_proofs(body, safety, words):
     (f,) = findings(body)

@@ -223,9 +223,15 @@ class TensorIfRule(base.GraphMendRule):
     runs alone, checked while tracing that autograd does not track `x` (an in-place update of a
     tracked tensor changes its `grad_fn` and raises on a leaf, even when it selects nothing):
     `if torch.compiler.is_compiling() and not x.requires_grad: x[x == 0] = 1` then `elif` the
-    original. The mask must be an elementwise test of `x` itself (`x == 0`, `torch.isnan(x)`), so
-    its shape is `x`'s, and the value a number literal; logging in the branch stays in eager.
-    Measured on torch 2.13: the guard is 1 break, the update alone 0.
+    original. The mask is an elementwise test of a name (`x == 0`, `torch.isnan(x)`: bool) or a
+    bool name `mask` (its dtype checked), used as tested or, for a name, with basic indexing
+    (`mask[:, None, :]`, `mask[..., None]`: a view of some of its elements, so where none is True
+    none of the view is); the value a number literal. Its dims, its shape against the updated
+    tensor and the value's fit in its dtype are checked while tracing where not proved; logging in
+    the branch stays in eager. Measured on torch 2.13: the guard is 1 break, the update alone 0.
+    An out-of-place `x = x.masked_fill(mask[:, None, :], v)` in a branch takes the torch.where
+    form, with what `masked_fill` raises on (a mask not bool or not broadcasting to `x`, a value
+    `x`'s dtype cannot hold) checked while tracing.
 
     ### Which form: `torch.where`, `torch.cond`, or the `if` kept
     The rule the fixes follow, and the measurements behind it (`perf/cond_vs_where.py`,
@@ -252,12 +258,15 @@ class TensorIfRule(base.GraphMendRule):
     ## When no fix is offered
     Branches with other side effects (calls, `+=`, attribute stores) or calls of other modules
     (BatchNorm updates its running statistics in train mode, Embedding raises on an index out of
-    range, a user module may do anything; a call with keyword arguments) and user functions; indexing in a hoisted setup statement, with `...`/`None`, or by an expression other
-    than a name; other operations that may raise only in the untaken branch; a branch value
+    range, a user module may do anything; a call with keyword arguments) and user functions; indexing in a hoisted setup statement, by an expression other than a name, or by an
+    integer or tensor after `...`; other operations that may raise only in the untaken branch; a branch value
     that is a Python number or `None` (also a name an enclosing `if x is None` proves None, kept by a
     branch that does not set it); a test proved not 0-d or read as a Python value (`.item()`,
     `torch.equal`); `return` in some branches only (an `if` whose arms all return and that is
-    followed by `return <value>` is fixed: that `return` is its `else`); a static test after a tensor test. For branches
+    followed by `return <value>` is fixed: that `return` is its `else`, also after assignments
+    `y = ...` that cannot raise, computed first on the compiled path, a name they rebind that the
+    test or an arm reads renamed there; not inside a `try`, nor with a call among them); a
+    static test after a tensor test. For branches
     that call other modules, `torch.cond(pred, true_fn, false_fn, operands)` under `is_compiling()` is the
     manual way out when both branches are free of side effects and mutation and return tensors of
     equal shape and dtype; it is offered (unsafe) only for the one-statement torch-layer arm above:

@@ -3,7 +3,9 @@
 `plan(prover, node)` -> (Verdict, replacement or None). Accepted shapes:
   - every arm assigns names (`y = ...`), optionally after setup assignments whose names are not
     used anywhere else (they are hoisted); a name missing from an arm keeps its prior value;
-  - every arm ends in `return <value>` (an `else` is required);
+  - every arm ends in `return <value>` (an `else` is required, or the `return` after the `if` is
+    one, maybe after assignments: `branches.return_after`; their names are renamed in the compiled
+    form where the tests or other arms read them, and proofs read values through them, inline.py);
   - a static leading conjunct (`h.dtype == torch.float16 and ...`) of an `if` without `else`
     stays a Python `if` around the fix.
 """
@@ -16,7 +18,9 @@ from ..fix import Refused
 from ..syntax import body_statements, code, flatten, names_in, strip_parens
 from .after import After, alias_of, later_than, rebind_proofs
 from .branches import arms, comments, refusal_of, return_after, without_logging
+from .compiled import fresh
 from .flow import bound_before, live_after, none_here
+from .inline import environment, renamed
 from .proof import Prover
 from .quiet import ONLY_LOGGED
 from .rewrite import guarded, index_guarded
@@ -38,10 +42,14 @@ def plan(prover: Prover, node: cst.If) -> tuple[Verdict, list | cst.If | None]:
 
 
 def _pairs(prover: Prover, v: Verdict, values: list, conds: list) -> list:
-    """Prove every value against the first; with one condition, apply the double-where guard."""
-    single = len(values) == 2 and len(conds) == 1
-    for other in values[1:]:
-        pv = prover.pair(values[0], other, can_guard=single)
+    """Prove every value against the first; with one condition, apply the double-where guard.
+    Values that read the assignments hoisted from after the `if` (`return_after`) are proved as
+    what they compute (`Prover.inlined`); the guards, which rewrite the value itself, are off then
+    (an op with an infinite derivative there becomes a missing proof: gradients off)."""
+    proved = [prover.inlined(x) for x in values]
+    single = len(values) == 2 and len(conds) == 1 and all(p is x for p, x in zip(proved, values))
+    for other in proved[1:]:
+        pv = prover.pair(proved[0], other, can_guard=single)
         v.add(pv)
         if single and pv.guard:
             base, on_true, on_false = pv.guard
@@ -71,9 +79,11 @@ class _Plan:
 
     def run(self) -> list | cst.If:
         self.arms = arms(self.node) + return_after(self.prover, self.v, self.node)
+        self._stop_if_refused()
         tensor_part = self._static_prefix()
         self.conds = self._conditions(tensor_part)
         self._read_arms()
+        self._rename_tail()
         self.after = After(self.rule, later_than(self.rule, self.node, self.prover.func), self.prover.func)
         self.prover.func.visit(self.after)
         self.assigned = [[(s.targets[0].target.value, s.value) for s in stmts if isinstance(s, cst.Assign)]
@@ -81,7 +91,7 @@ class _Plan:
         self.results = self._results()
         self.setups = self._setups()
         self._check_results()
-        new: list[cst.BaseStatement] = [line(s) for s in self.setups]
+        new: list[cst.BaseStatement] = [line(s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)) for s in self.setups]
         new += self._return() if all(self.returns) else self._assignments()
         return self._finish(new)
 
@@ -138,6 +148,20 @@ class _Plan:
                 if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)):
                     self._refuse(refusal_of(s))
 
+    def _rename_tail(self) -> None:
+        """The lines after the `if` that are its `else` arm (`return_after`): the names they bind that
+        the other arms or the tests read get new names in the compiled form (its assignments run
+        before those are evaluated); their values, seen through the assignments, are what the
+        proofs read (`Prover.inlined`)."""
+        if len(self.prover.tail) < 2:
+            return
+        tests = set().union(*(names_in(t) for t, _ in self.arms if t is not None))
+        others = set().union(set(), *(names_in(s) for b in self.bodies[:-1] for s in b))
+        taken = set(self.ff.assigned) | set(self.ff.params) | names_in(self.prover.func)
+        tail = renamed(self.bodies[-1], tests | others, lambda n: fresh(taken, n))
+        self.bodies[-1] = tail
+        self.prover.inline_env = environment([s for s in tail if isinstance(s, cst.Assign)])
+
     def _results(self) -> list[str]:
         """The names the arms assign that are used later (none when the arms return)."""
         if all(self.returns):
@@ -163,7 +187,8 @@ class _Plan:
                     continue
                 if seen_result:
                     self._refuse(f"setup `{name} = ...` follows a result assignment in its branch")
-                if name in others or name in self.test_names or live_after(self.rule, self.node, name):
+                tail = bool(self.prover.tail) and k == len(self.bodies) - 1  # nothing runs after its return
+                if name in others or name in self.test_names or not tail and live_after(self.rule, self.node, name):
                     self._refuse(f"`{name}` is set in one branch and used elsewhere, so it cannot be hoisted")
                 self.v.add(self.prover.total(value))
                 setups.append(s)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ...analysis import context
 from ..syntax import body_statements, code
 from .after import After
 from .proof import Prover
@@ -56,9 +57,46 @@ def comments(node: cst.If) -> list[cst.EmptyLine]:
 RETURN_AFTER = "the `return` after the `if` stays the eager path"
 
 
+def _tail(block: cst.IndentedBlock, i: int) -> list | None:
+    """The lines after `block.body[i]` up to and including the first `return <value>`, when every line
+    before it holds only assignments to one name each (`y = h + 1; z = y.relu()`); else None. (A log
+    call there is not taken: GM202 defers it to after the graph under compile, which a compiled
+    path returning before it would drop.)"""
+    out = []
+    for st in block.body[i + 1:]:
+        if not isinstance(st, cst.SimpleStatementLine):
+            return None
+        out.append(st)
+        if len(st.body) == 1 and isinstance(st.body[0], cst.Return):
+            return out if st.body[0].value is not None else None
+        if not all(isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)
+                   for s in st.body):
+            return None
+    return None
+
+
+def _declared(func: cst.FunctionDef) -> set[str]:
+    """Names a `global` or `nonlocal` statement in `func` declares (assigning them is a side effect)."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Global(self, n: cst.Global) -> None:
+            found.update(item.name.value for item in n.names)
+
+        def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
+            found.update(item.name.value for item in n.names)
+
+    func.visit(V())
+    return found
+
+
 def return_after(prover: Prover, v: Verdict, node: cst.If) -> list:
-    """`if c: return a` followed by `return b`: the `return b` is the `else` arm. The compiled form
-    returns `torch.where(c, a, b)`; eager keeps both statements (the fix is compile-only)."""
+    """`if c: return a` followed by `return b`, maybe after assignments (`y = h + 1`, ...): those lines
+    are the `else` arm, the assignments its setups (hoisted, so each must be total, and private to
+    that arm: `_Plan._setups` checks it). The compiled form computes them and returns
+    `torch.where(c, a, b)`; eager keeps every statement (the fix is compile-only). Not inside a
+    `try` (its `except`/`finally` would see the hoisted names bound), nor for `global` names.
+    `prover.tail` holds the lines taken (their values are proved inlined, `Prover.inlined`)."""
     last = arms(node)[-1]
     block = prover.rule.parent(node)
     if last[0] is None or not isinstance(block, cst.IndentedBlock):
@@ -66,13 +104,25 @@ def return_after(prover: Prover, v: Verdict, node: cst.If) -> list:
     if not all((b := body_statements(body)) and isinstance(b[-1], cst.Return) for _, body in arms(node)):
         return []
     i = next(k for k, st in enumerate(block.body) if st is node)
-    nxt = block.body[i + 1] if i + 1 < len(block.body) else None
-    if not (isinstance(nxt, cst.SimpleStatementLine) and len(nxt.body) == 1 and isinstance(nxt.body[0], cst.Return)
-            and nxt.body[0].value is not None):
+    tail = _tail(block, i)
+    if tail is None:
         return []
+    if len(tail) > 1:
+        for _, up in context.ancestors(node, prover.rule.parent):
+            if up is prover.func:
+                break
+            if isinstance(up, (cst.Try, cst.TryStar)):
+                v.refuse = ("the assignments after the early return are inside a `try`: its handlers would see "
+                            "their names bound on both paths")
+                return []
+        bound = {s.targets[0].target.value for st in tail[:-1] for s in st.body}
+        if bound & _declared(prover.func):
+            v.refuse = f"the assignments after the early return bind `global`/`nonlocal` names ({', '.join(sorted(bound & _declared(prover.func)))})"
+            return []
     v.missing.append(RETURN_AFTER)
     prover.checks[RETURN_AFTER] = EAGER_ONLY
-    return [(None, cst.IndentedBlock(body=[nxt]))]
+    prover.tail = tail
+    return [(None, cst.IndentedBlock(body=tail))]
 
 
 LOGGED_IN_EAGER = "runs in eager only, as GM2xx guards it"

@@ -85,7 +85,8 @@ SHAPE_ONLY = {"shape", "dtype", "device", "size", "dim", "ndim", "numel", "is_fl
 
 def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
     """Names (and `self.x` chains) whose values `e` reads, not counting the data argument of a
-    constructor (`torch.tensor(self.factors)` copies it, with no autograd link) or `.shape`-like reads."""
+    constructor (`torch.tensor(self.factors)` copies it, with no autograd link), the mask of
+    `masked_fill` (bool) or `.shape`-like reads."""
     found: dict[str, int] = {}
 
     class V(cst.CSTVisitor):
@@ -93,6 +94,17 @@ def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
             if prover.b.qualify(n.func) in T.CONSTRUCTORS:
                 for a in n.args[1:]:
                     a.value.visit(self)
+                return False
+            if isinstance(n.func, cst.Name) and n.func.value in T.PURE_BUILTINS:  # `float("-inf")`
+                for a in n.args:
+                    a.value.visit(self)
+                return False
+            op, _, rest = prover.op_name(n)
+            if op == "masked_fill" and rest:  # its mask is a bool tensor: never differentiable
+                n.func.visit(self)
+                for a in n.args:
+                    if a is not rest[0]:
+                        a.value.visit(self)
                 return False
             return True
 
@@ -123,11 +135,15 @@ def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
 
 def one_sided(prover: Prover, node: cst.If, a: cst.BaseExpression, b: cst.BaseExpression) -> list[str]:
     """torch.where gives a zero gradient to what only the untaken branch reads, where `if` gave none
-    (`.grad` stays None; optimizers with weight decay or momentum treat the two differently)."""
+    (`.grad` stays None; optimizers with weight decay or momentum treat the two differently). The
+    values are read through the assignments after the `if` that are its `else` arm."""
     if prover.grad_off:
         return []
-    ra, rb = _reads(prover, a), _reads(prover, b)
+    ra, rb = _reads(prover, prover.inlined(a)), _reads(prover, prover.inlined(b))
     inside, everywhere = _reads(prover, node), _reads(prover, prover.func.body)
+    for st in prover.tail:  # the lines after the `if` that are its `else` arm (`return_after`)
+        for name, k in _reads(prover, st).items():
+            inside[name] = inside.get(name, 0) + k
     out = []
     for name in sorted(set(ra) ^ set(rb)):
         if everywhere.get(name, 0) <= inside.get(name, 0):

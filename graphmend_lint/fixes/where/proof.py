@@ -14,6 +14,7 @@ import libcst as cst
 from ...analysis.bindings import dotted
 from ..syntax import code, flatten
 from .chain import Chains
+from .inline import substitute
 from .total import Totality
 from .verdict import GRAD_OFF, SHAPES, Verdict
 
@@ -105,6 +106,12 @@ class Prover(Totality, Chains):
             self.checks[why] = GRAD_OFF
             v.missing.append(why)
         return v
+
+    def inlined(self, e: cst.BaseExpression) -> cst.BaseExpression:
+        """`e` seen through the assignments of the lines after the `if` that are its `else` arm
+        (`z * 3` after `y = h + 1; z = y.relu()` -> `(h + 1).relu() * 3`), for proofs; `e` itself
+        when there are none. Those names occur in no other arm nor in the test (`_Plan._setups`)."""
+        return substitute(e, self.inline_env)
 
     def _not_tensors(self, a: cst.BaseExpression, b: cst.BaseExpression) -> str | None:
         """Why torch.where cannot take these values at all: a Python value, None, two dtypes."""

@@ -6,8 +6,8 @@ import libcst as cst
 
 from ...analysis import tables as T
 from ...analysis.bindings import dotted
-from ..syntax import code
-from .checks import Checks
+from ..syntax import code, strip_parens
+from .checks import Checks, float_literal
 from .modules import module_checks
 from .values import any_tensor_dims
 from .verdict import Verdict
@@ -20,6 +20,7 @@ class _Walk(cst.CSTVisitor):
 
     def __init__(self, prover: Totality, value: bool) -> None:
         self.prover, self.value, self.v = prover, value, Verdict()
+        self.fill_masks: set[int] = set()  # masks of masked_fill: their index checks go with its own
 
     def _refuse(self, why: str) -> None:
         self.v.refuse = self.v.refuse or why
@@ -35,6 +36,8 @@ class _Walk(cst.CSTVisitor):
         guard = self.prover.index_guard(n) if self.value else None
         if guard is None:
             self._refuse(why)
+        elif id(n) in self.fill_masks and not guard[0]:
+            return  # checked first in the check of the masked_fill around it (leave_Call)
         elif guard[1]:
             self._miss(why, " and ".join(guard[1]))
 
@@ -69,6 +72,18 @@ class _Walk(cst.CSTVisitor):
         if self.prover.b.qualify(n.func) in T.CONSTRUCTORS:
             self._constructor(n)
         self._float_only(n)
+        op, _, rest = self.prover.op_name(n)
+        if op == "masked_fill" and rest:
+            mask = strip_parens(rest[0].value)
+            if isinstance(mask, cst.Comparison):
+                mask = strip_parens(mask.left)
+            self.fill_masks.add(id(mask))
+
+    def leave_Call(self, n: cst.Call) -> None:
+        """After its arguments (their index checks come first): what `masked_fill` needs."""
+        found = self.prover.masked_fill(n)
+        if found is not None:
+            self._miss(*found)
 
     def _constructor(self, n: cst.Call) -> None:
         """A constructor's arguments: a missing proof, checked while tracing when it can be."""
@@ -128,6 +143,8 @@ class Totality(Checks):
             return None  # checked with its attribute (see number())
         if q in ("torch.logical_and", "torch.logical_or", "torch.logical_not") or q in T.CONSTRUCTORS:
             return None  # constructors: see total(), which makes their arguments a missing proof
+        if float_literal(call) is not None:
+            return None  # `float("-inf")`: it parses
         op, recv, rest = self.op_name(call)
         name = code(call.func)
         if op is None or recv is None:

@@ -62,6 +62,8 @@ class Values:
         self.imports = False
         self.grad_off = context.grad_disabled(node, rule.parent, self.b)
         self.local: dict[str, cst.BaseExpression] = {}  # setup names of the branches -> their values
+        self.tail: list = []  # the lines after an `if` that are its `else` arm (branches.return_after)
+        self.inline_env: dict[str, cst.BaseExpression] = {}  # their assignments' names -> values (inline.py)
         # missing proof -> a check that is a Python constant while Dynamo traces (dtypes, types),
         # so the compile-only form can test it instead (SHAPES: compare the bound branch values)
         self.checks: dict[str, str] = {}
