@@ -57,11 +57,10 @@ def test_fixed_code_stands_on_torch_alone(modules):
 def test_defer_fixes_are_safe_by_default():
     findings = engine.check(CASE.read_bytes(), DEFER).findings
     assert [f.code for f in findings] == ["GM201"] * 4
-    assert all("defer" in f.message for f in findings)
-    # the class (the first statement with a print) brings the helper; the function after it gets
-    # its fix in --fix's next pass: every fix stands alone, none calls a helper not yet defined
-    assert [f.safety.value for f in findings] == ["safe"] * 3 + ["none"]
-    assert "no fix yet: `--fix` defers it in its next pass" in findings[3].message
+    assert all(f.safety.value == "safe" for f in findings)
+    # the helper `scale`, which Dynamo inlines into forward's frame (where a deferred call is
+    # never replayed), gets the guard; forward's prints are deferred
+    assert ["defer" in f.message for f in findings] == [True] * 3 + [False]
 
 
 @pytest.mark.parametrize("rows", [2, 3])

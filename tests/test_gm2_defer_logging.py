@@ -210,3 +210,37 @@ def test_every_file_of_a_run_gets_its_own_helper(tmp_path):
     def statements(folder):  # the same code (the CLI also wraps long lines; the helpers' order may differ)
         return sorted(ast.dump(stmt) for stmt in ast.parse((folder / "a.py").read_text()).body)
     assert statements(tmp_path) == statements(tmp_path / "fixit_run")
+
+
+def test_second_statement_gets_its_fix_once_the_helper_is_there():
+    """Two models in one file, each a frame torch.compile is applied to: the first class brings the
+    helper; the second's call has no fix in that pass (a fix calling a helper not yet defined could
+    be applied alone), and --fix's next pass defers it."""
+    src = SOURCE.replace("class Block(", "class First(") + SOURCE[SOURCE.index("class Block("):]
+    findings = engine.check(src.encode(), Settings(select=("GM203",))).findings
+    assert [f.safety.value for f in findings] == ["safe", "safe", "none", "none"]
+    assert all("no fix yet: `--fix` defers it in its next pass" in f.message for f in findings[2:])
+    fixed = engine.check(src.encode(), Settings(select=("GM203",)), fix=True)
+    assert not fixed.findings and fixed.fixed == 4
+    text = fixed.source.decode()
+    assert text.count("def _graphmend_warn(") == 1 and text.count("_graphmend_warn(") == 5
+    compile(text, "m.py", "exec")
+
+
+def test_submodule_frames_keep_the_guard():
+    """A module that another module of the file builds runs inlined in its parent's frame, where
+    Dynamo never replays a deferred call (measured): it gets the guard, the parent the helper."""
+    src = SOURCE + '''
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+
+    def forward(self, x):
+        warnings.warn("model")
+        return self.block(x)
+'''
+    findings = {f.line: f.message for f in engine.check(src.encode(), Settings(select=("GM203",))).findings}
+    assert all("guard it" in m for line, m in findings.items() if line < 25)
+    assert "warn after the graph" in findings[max(findings)]

@@ -233,6 +233,33 @@ class CompiledScope:
     def is_compiled(self, f: cst.FunctionDef) -> bool:
         return f in self.compiled
 
+    def frame_root(self, f: cst.FunctionDef) -> bool:
+        """`f` is likely the frame `torch.compile` is applied to, not one Dynamo inlines: a def
+        decorated with or passed to `torch.compile`, or the undecorated `forward` of a module that
+        no other module class of this file builds (a submodule's forward is inlined into its
+        parent's frame). Calls deferred in an inlined frame are never replayed (torch 2.13/2.14)."""
+        idx = self.index
+        if self._decorated(f, COMPILE_FUNCS) or f in self._explicit_targets():
+            return True
+        cls = idx.class_of.get(f)
+        if cls is None or f.name.value != "forward" or f.decorators or cls.name.value not in self.module_classes:
+            return False
+        names = {c.name.value for c in idx.classes.values() if cls in self.class_bases(c)}
+        for g, calls in idx.calls.items():
+            owner = idx.class_of.get(g)
+            if owner is None or owner.name.value not in self.module_classes:
+                continue
+            if any((dotted(c.func) or "").split(".")[-1] in names for c in calls):
+                return False
+        return True
+
+    def _explicit_targets(self) -> set[cst.FunctionDef]:
+        idx = self.index
+        found = set(self._compile_targets(idx.module_calls, None))
+        for g, calls in idx.calls.items():
+            found.update(self._compile_targets(calls, idx.class_of.get(g)))
+        return found
+
     def reorderable(self, name: str) -> bool:
         """`name` is registered at module level in `torch._dynamo.config.reorderable_logging_functions`
         (as graphmend's deferred helpers are): Dynamo defers its calls instead of breaking."""

@@ -221,7 +221,9 @@ class GraphMendRule(LintRule):
         if not self.settings.selects(self.CODE) or self.ignore_lint(call):
             return True  # suppressed: nothing reported, and no helper planned
         plan = self._deferred(call, kind)
-        if plan is None or self._in_tensor_branch(call) or self.torch_free:
+        func = self.function_of(call)
+        if plan is None or self._in_tensor_branch(call) or self.torch_free or func is None \
+                or not self.facts.scope.frame_root(func):
             return False
         line, new = plan
         names = ("torch.compiler.is_compiling", "torch.compiler.disable",
@@ -273,7 +275,9 @@ class GraphMendRule(LintRule):
         for call in _calls(top):
             if not self.is_site(call) or self.ignore_lint(call):
                 continue
-            plan = None if self._in_tensor_branch(call) else self._deferred(call, kind)
+            func = self.function_of(call)
+            root = func is not None and self.facts.scope.frame_root(func)
+            plan = self._deferred(call, kind) if root and not self._in_tensor_branch(call) else None
             if plan is not None:
                 out[plan[0]] = plan[1]
                 continue

@@ -66,8 +66,10 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
     - prints in frames Dynamo *inlines* (a same-file helper, the `forward` of a
       submodule of the compiled model) are silently dropped: Dynamo replays only the
       deferred calls of the frame it compiles (`debug_locals` of an inlining
-      translator are never replayed). There the defer strategy prints nothing, like
-      the guard; only prints in the function `torch.compile` is applied to appear;
+      translator are never replayed): only prints in the function `torch.compile`
+      is applied to appear. Prints in such frames are therefore guarded: the deferred
+      form is used only in a def decorated with or passed to `torch.compile`, or in the
+      undecorated `forward` of a module that no other module class of the file builds;
     - keyword arguments (`sep=`, `end=`, `file=`) are silently dropped by the
       reordering, so calls with keywords, `*args` or `**kwargs` are guarded instead;
     - `x.shape` is refused as an argument (a break stays), so shapes and other trace-time

@@ -78,7 +78,12 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
     `funcName`/`lineno` are the helper's; the records come after the graph's other work
     (and are lost if the graph raises); and Dynamo replays only the deferred calls of
     the frame `torch.compile` was applied to: a call in a frame Dynamo inlines (a
-    submodule's `forward`, a helper) is dropped, as with the guard. What was measured
+    submodule's `forward`, a helper) is dropped. Calls in such frames are therefore
+    guarded: the deferred form is used only in a def decorated with or passed to
+    `torch.compile`, or in the undecorated `forward` of a module that no other module class
+    of the file builds (measured on real models, perf/results/real_models: every deferred
+    record in a submodule or behind a decorator such as diffusers' `apply_lora_scale` was
+    dropped under compile). What was measured
     to break and is therefore guarded instead: a `Logger` object or a category class as
     an argument of a reorderable function (so the helper takes the logger's name: only
     loggers bound at module level by `logging.getLogger(<__name__ or a literal>)` or

@@ -68,7 +68,10 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
     graph), so under the "default" filter two sites with the same message warn once, not
     twice; and Dynamo replays only the deferred calls of the frame `torch.compile` was
     applied to, so a warning in a frame Dynamo inlines (a submodule's `forward`, a
-    helper) is dropped, as with the guard. Measured to break, hence guarded instead: a
+    helper) would be dropped, so there the call is guarded: the deferred form is used only
+    in a def decorated with or passed to `torch.compile`, or in the undecorated `forward`
+    of a module that no other module class of the file builds. Measured to break, hence
+    guarded instead: a
     category class as an argument (the helper takes the name of a builtin category, so
     a project's own `Warning` subclass is guarded), `warnings.warn` itself registered
     (the location becomes the compiled function's `def` line, `stacklevel=` is
