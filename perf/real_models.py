@@ -233,8 +233,8 @@ def m_gpt2(tf):
 
 def _encoder(tf, config, model, **extra):
     import torch
-    kw = dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-              max_position_embeddings=64)
+    kw = {"vocab_size": 128, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "max_position_embeddings": 64}
     kw.update(extra)
     cfg = getattr(tf, config)(**kw)
     ids = _ids()
@@ -560,7 +560,6 @@ def child(a) -> int:
 
     import torch
     import torch._dynamo
-
     from graphmend_lint.verify.recorder import Recorder
 
     torch.set_num_threads(1)
@@ -585,7 +584,7 @@ def child(a) -> int:
             model.load_state_dict(torch.load(state), strict=True)
         res["files"] = sorted({_rel(sys.modules[type(m).__module__].__file__, pkg)
                                for m in model.modules() if type(m).__module__.startswith(pkg + ".")})
-    except Exception:
+    except Exception:  # noqa: BLE001 (recorded as a crash)
         res["crash"] = "build: " + traceback.format_exc(limit=4)
         (work / f"{a.child}.{a.variant}.json").write_text(json.dumps(res, indent=1))
         return 0
@@ -600,7 +599,7 @@ def child(a) -> int:
                 try:
                     for k, v in _run(model, model, inp, train, 1234 + i).items():
                         tensors[f"{mode}.{i}.eager.{k}"] = v
-                except Exception:
+                except Exception:  # noqa: BLE001 (recorded as a crash)
                     r["crash"].append(f"eager input {i}: " + traceback.format_exc(limit=-3))
         r["records_eager"] = logs.seen
         torch._dynamo.reset()
@@ -611,7 +610,7 @@ def child(a) -> int:
                 try:
                     for k, v in _run(model, compiled, inp, train, 1234 + i).items():
                         tensors[f"{mode}.{i}.compiled.{k}"] = v
-                except Exception:
+                except Exception:  # noqa: BLE001 (recorded as a crash)
                     r["crash"].append(f"compiled input {i}: " + traceback.format_exc(limit=-3))
         r["records_compiled"] = logs.seen
         for b in rec.sites():
@@ -945,23 +944,23 @@ def write_report(out: Path) -> None:
         data = json.loads(f.read_text())
         m = data["meta"]
         lines += [f"## {suite} {m['package_version']}", "",
-                  f"- date {m['date']} (last model {m.get('finished', '?')}), commit `{m['commit'][:12]}`"
+                  (f"- date {m['date']} (last model {m.get('finished', '?')}), commit `{m['commit'][:12]}`"
                   f"{' (graphmend_lint/ dirty)' if m['graphmend_lint_dirty'] else ''}, {m['machine']}, {m['cpus']} CPUs, "
                   f"load {', '.join(f'{x:.1f}' for x in m['load_avg'])}, Python {m['python']}, torch {m['torch']}, "
-                  f"backend `{m['backend']}`",
+                  f"backend `{m['backend']}`"),
                   f"- fix: `{m['fix']['command']}`: {m['fix']['files_changed']} files changed"
                   + (f", {m['fix']['seconds']} s" if m['fix'].get('seconds') else ""), ""]
         iw = data.get("import_without_torch")
         if iw:
             if "modules" in iw:
-                lines += [f"Import without torch (`torch` blocked): {iw['importable_before']} of {iw['modules']} modules "
+                lines += [(f"Import without torch (`torch` blocked): {iw['importable_before']} of {iw['modules']} modules "
                           f"import before the fix, {iw['importable_after']} after; lost: {iw['lost'] or 'none'}; "
-                          f"gained: {iw['gained'] or 'none'}.", ""]
+                          f"gained: {iw['gained'] or 'none'}."), ""]
             else:
                 lines += ["Import without torch: the check crashed (see the JSON).", ""]
-        lines += ["| model | dtype | mode | break sites | breaks (all records) | graphs | a | b | c | other | "
+        lines += [("| model | dtype | mode | break sites | breaks (all records) | graphs | a | b | c | other | "
                   "eager orig=fixed | compiled | compiled orig vs eager (baseline) | log records: eager; compiled | "
-                  "crashes |",
+                  "crashes |"),
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         tot = {v: {c: [0, 0] for c in (*CLASSES, "all")} for v in ("orig", "fixed")}
         verdicts = {"eager": [0, 0], "compiled": [0, 0], "outputs": [0, 0]}
@@ -1000,18 +999,18 @@ def write_report(out: Path) -> None:
                 lines.append(f"| {name} | {row['orig'].get('dtype', '')} | {mode} | {o['sites']} -> {fx['sites']} | "
                              f"{o['total']} -> {fx['total']} | {o['graphs']} -> {fx['graphs']} | {cls} | {_v(e)} | "
                              f"{_v(cc)} | {_v(c.get('compiled_orig_vs_eager_orig'))} | {recs} | {'; '.join(cr) or ''} |")
-        lines += ["", "Class columns: sites/records before -> after. Compiled: eval, the fixed copy compiled vs the "
+        lines += ["", ("Class columns: sites/records before -> after. Compiled: eval, the fixed copy compiled vs the "
                   "original eager; train, compiled fixed vs compiled original (same seed). `close`: allclose "
-                  "(rtol 1e-3, atol 1e-4), max abs difference in brackets.", "", "Totals (sites / all records):", "",
+                  "(rtol 1e-3, atol 1e-4), max abs difference in brackets."), "", "Totals (sites / all records):", "",
                   "| class | before | after | removed (sites) | removed (records) |", "|---|---|---|---|---|"]
         for k in (*CLASSES, "all"):
             b, af = tot["orig"][k], tot["fixed"][k]
             pct = [f"{100 * (b[i] - af[i]) / b[i]:.0f}%" if b[i] else "-" for i in (0, 1)]
             lines.append(f"| {CLASS_NAMES.get(k, 'all breaks')} ({k}) | {b[0]} / {b[1]} | {af[0]} / {af[1]} | "
                          f"{pct[0]} | {pct[1]} |")
-        lines += ["", f"Eager original = fixed: {verdicts['eager'][0]} of {verdicts['eager'][1]} model-modes bitwise; "
+        lines += ["", (f"Eager original = fixed: {verdicts['eager'][0]} of {verdicts['eager'][1]} model-modes bitwise; "
                   f"compiled: {verdicts['compiled'][0]} of {verdicts['compiled'][1]} bitwise, outputs and gradients "
-                  f"({verdicts['outputs'][0]} of {verdicts['outputs'][1]} with bitwise outputs).", ""]
+                  f"({verdicts['outputs'][0]} of {verdicts['outputs'][1]} with bitwise outputs)."), ""]
         left = []
         for name, row in data["models"].items():
             for mode in ("eval", "train"):
