@@ -244,3 +244,36 @@ class Model(nn.Module):
     findings = {f.line: f.message for f in engine.check(src.encode(), Settings(select=("GM203",))).findings}
     assert all("guard it" in m for line, m in findings.items() if line < 25)
     assert "warn after the graph" in findings[max(findings)]
+
+
+def test_helper_layout_keeps_the_comment_block_with_its_class():
+    """The helper goes above the blank lines and comment block of the statement it precedes (two
+    blank lines around it, as ruff formats), and a multi-line argument keeps the guard (the deferred
+    call's layout would not follow it)."""
+    src = b'''import logging
+
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+
+# -----------
+# Attention
+# -----------
+
+
+class Attn(nn.Module):
+    def forward(self, x):
+        logger.warning("short message")
+        logger.warning(
+            "a message split over "
+            "two lines"
+        )
+        return x
+'''
+    findings = engine.check(src, Settings(select=("GM202",))).findings
+    assert ["deferred" in f.message for f in findings] == [True, False]
+    text = engine.check(src, Settings(select=("GM202",)), fix=True).source.decode()
+    assert "logger = logging.getLogger(__name__)\n\n\n@torch.compiler.disable\n" in text
+    assert ".add(_graphmend_log)\n\n\n# -----------\n# Attention\n# -----------\n\n\nclass Attn(" in text

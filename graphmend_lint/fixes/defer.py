@@ -83,7 +83,7 @@ def deferred_args(call: cst.Call, value, tensor_type: str) -> list[cst.Arg] | No
         if arg.keyword is not None or arg.star:
             return None
         expr = arg.value
-        if _calls_item(expr):
+        if _calls_item(expr) or "\n" in code(expr):  # a multi-line argument: its layout would not follow
             return None
         if isinstance(expr, cst.FormattedString):
             if not _fstring_static(expr, value):

@@ -259,9 +259,10 @@ class GraphMendRule(LintRule):
         rewritten = top.visit(defer.ReplaceLines(self._rewrites(top, kind)))
         helper = defer.helper(self.spell("torch.compiler.disable")[0],
                               self.spell("torch._dynamo.config.reorderable_logging_functions")[0], kind)
-        helper[0] = helper[0].with_changes(leading_lines=[x for x in top.leading_lines if not x.comment])
-        blank = [cst.EmptyLine(), cst.EmptyLine()]
-        rewritten = rewritten.with_changes(leading_lines=blank + [x for x in top.leading_lines if x.comment])
+        lead = list(top.leading_lines)  # blank lines, then maybe a comment block and more blanks
+        k = next((i for i, x in enumerate(lead) if x.comment), len(lead))
+        helper[0] = helper[0].with_changes(leading_lines=lead[:k])
+        rewritten = rewritten.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *lead[k:]])
         return top, Fix(cst.FlattenSentinel([*helper, rewritten]), title=title, needs_torch_import=needs)
 
     def is_site(self, call: cst.Call) -> bool:
