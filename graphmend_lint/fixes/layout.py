@@ -186,6 +186,10 @@ class Wrapper:
             return [indent + prefix + "(", *self._inner(expr, "", "", inner), indent + ")" + suffix]
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
             return self.fmt(expr.expression, f"{prefix}not ", suffix, indent)
+        bare = expr.with_changes(lpar=[], rpar=[]) if len(getattr(expr, "lpar", ())) == 1 else None
+        if bare is not None and _operator_chain(bare) is not None and self.fits(indent + prefix + "("):
+            inner = indent + self.unit  # a parenthesised chain: its operands a line each, as ruff does
+            return [indent + prefix + "(", *self._inner(bare, "", "", inner), indent + ")" + suffix]
         return [flat]
 
     def _explode(self, first: str, items: list, tail: str, indent: str) -> list[str]:
@@ -213,9 +217,9 @@ class Wrapper:
         if chain is None:
             return self.fmt(expr, prefix, suffix, indent)
         out: list[str] = []
-        for n, (op, operand) in enumerate(chain):
+        for n, (op, operand) in enumerate(chain):  # each operand split again at its own operators
             pre = (prefix if n == 0 else "") + op
-            out += self.fmt(operand, pre, suffix if n == len(chain) - 1 else "", indent)
+            out += self._inner(operand, pre, suffix if n == len(chain) - 1 else "", indent)
         return out
 
 
@@ -308,12 +312,16 @@ class _Long(cst.CSTVisitor):
             return b >= self.first and a <= self.last and any(a <= n <= b for n in self.touched)
         return True
 
-    def _candidate(self, node: cst.CSTNode) -> tuple[int, str] | None:
+    def _candidate(self, node: cst.CSTNode, comment: str = "") -> tuple[int, str] | None:
+        """(line, indentation) of a long touched line; `comment`: the statement's own trailing
+        comment, which may end the line (no other `#`)."""
         pos = self.get_metadata(PositionProvider, node)
         n = pos.start.line
         if n not in self.touched or n in self.edits:
             return None
         text = self.lines[n - 1]
+        if comment and text.endswith(comment):
+            text = text[: -len(comment)].rstrip()
         if self.w.fits(text) or "#" in text:
             return None
         return n, text[: len(text) - len(text.lstrip())]
@@ -344,11 +352,14 @@ class _Long(cst.CSTVisitor):
     def _header(self, node, test) -> None:
         if not isinstance(node.body, cst.IndentedBlock):
             return
-        found = self._candidate(node)
+        comment = node.body.header.comment.value if node.body.header.comment else ""
+        found = self._candidate(node, comment)
         if found is None:
             return
         n, indent = found
         text = self.lines[n - 1].strip()
+        if comment:  # ruff keeps a header's trailing comment after the closing `):`
+            text = text[: -len(comment)].rstrip()
         keyword = text.split(" ", 1)[0]
         try:
             if keyword not in ("if", "elif", "while") or text != f"{keyword} {_flat(test)}:":
@@ -357,7 +368,7 @@ class _Long(cst.CSTVisitor):
         except _NoLayout:
             return
         if len(lines) > 1:
-            self.edits[n] = lines
+            self.edits[n] = lines[:-1] + [f"{lines[-1]}  {comment}" if comment else lines[-1]]
 
 
 def wrap(module: cst.Module, touched: set[int], line_length: int,
