@@ -259,6 +259,8 @@ def _candidates(expr: cst.BaseExpression, after: str = ""):
 
 
 def _operator_chain(expr) -> list[tuple[str, cst.BaseExpression]] | None:
+    if isinstance(expr, cst.IfExp) and not expr.lpar:  # the lowest priority: `a if c else b`, a part a line
+        return [("", expr.body), ("if ", expr.test), ("else ", expr.orelse)]
     for kind, ops in _PRIORITY:
         chain = _chain(expr, kind, ops)
         if chain is not None:
