@@ -8,6 +8,8 @@ fixed code compiled, same seed, with random ops after the site (dropout, a furth
 """
 from __future__ import annotations
 
+import re
+
 import warnings
 
 import pytest
@@ -95,8 +97,8 @@ def test_dropped_draw_would_shift_the_stream():
     """The hazard the kept draw answers: the earlier form, `not (is_compiling() and p <= 0.0)`, lets
     AOTAutograd drop the draw, and the compiled run's later random numbers differ."""
     text = _fixed(TRANSFORM).read_text(encoding="utf-8")
-    start = text.index(" and torch._assert_async(")
-    old = text[:start] + ")" + text[text.index(" is None)", start) + len(" is None)"):]
+    old, n = re.subn(r"\s*and torch\._assert_async\(.*?\)\s*is None", "", text, count=1, flags=re.S)
+    assert n == 1
     path = TRANSFORM.with_name("_dropped_draw.py")
     path.write_text(old, encoding="utf-8")
     try:
