@@ -8,6 +8,8 @@ functions and methods they call. Functions marked `torch.compiler.disable`
 """
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from .. import fastwalk  # read-only walk without libcst's node rebuilding
@@ -179,6 +181,7 @@ class CompiledScope:
     def _roots(self) -> set[cst.FunctionDef]:
         idx = self.index
         roots: set[cst.FunctionDef] = set()
+        explicit = set(self._compile_targets(idx.module_calls, None))  # passed to torch.compile(...)
         for f in idx.all_functions:
             cls = idx.class_of.get(f)
             if self.ext.compiled and self.qualname(f) in self.ext.compiled:
@@ -187,9 +190,9 @@ class CompiledScope:
                 roots.add(f)
             if self._decorated(f, COMPILE_FUNCS):
                 roots.add(f)
-            roots.update(self._compile_targets(idx.calls.get(f, []), cls))
-        roots.update(self._compile_targets(idx.module_calls, None))
-        return roots - self.disabled
+            explicit.update(self._compile_targets(idx.calls.get(f, []), cls))
+        self.explicit_targets = explicit
+        return (roots | explicit) - self.disabled
 
     def _callees(self, f: cst.FunctionDef) -> list[cst.FunctionDef]:
         idx = self.index
@@ -239,26 +242,22 @@ class CompiledScope:
         no other module class of this file builds (a submodule's forward is inlined into its
         parent's frame). Calls deferred in an inlined frame are never replayed (torch 2.13/2.14)."""
         idx = self.index
-        if self._decorated(f, COMPILE_FUNCS) or f in self._explicit_targets():
+        if self._decorated(f, COMPILE_FUNCS) or f in self.explicit_targets:
             return True
         cls = idx.class_of.get(f)
         if cls is None or f.name.value != "forward" or f.decorators or cls.name.value not in self.module_classes:
             return False
         names = {c.name.value for c in idx.classes.values() if cls in self.class_bases(c)}
-        for g, calls in idx.calls.items():
-            owner = idx.class_of.get(g)
-            if owner is None or owner.name.value not in self.module_classes:
-                continue
-            if any((dotted(c.func) or "").split(".")[-1] in names for c in calls):
-                return False
-        return True
+        return not names & self._built_by_modules
 
-    def _explicit_targets(self) -> set[cst.FunctionDef]:
+    @functools.cached_property
+    def _built_by_modules(self) -> set[str]:
+        """The last names of what the methods of this file's module classes call (`Block` in
+        `self.block = Block()`): the classes they build as submodules."""
         idx = self.index
-        found = set(self._compile_targets(idx.module_calls, None))
-        for g, calls in idx.calls.items():
-            found.update(self._compile_targets(calls, idx.class_of.get(g)))
-        return found
+        return {(dotted(c.func) or "").split(".")[-1] for g, calls in idx.calls.items()
+                if (owner := idx.class_of.get(g)) is not None and owner.name.value in self.module_classes
+                for c in calls}
 
     def reorderable(self, name: str) -> bool:
         """`name` is registered at module level in `torch._dynamo.config.reorderable_logging_functions`
