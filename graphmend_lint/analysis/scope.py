@@ -13,7 +13,6 @@ import functools
 import libcst as cst
 
 from .. import fastwalk  # read-only walk without libcst's node rebuilding
-
 from . import external
 from .bindings import Bindings, dotted
 
