@@ -277,3 +277,30 @@ class Attn(nn.Module):
     text = engine.check(src, Settings(select=("GM202",)), fix=True).source.decode()
     assert "logger = logging.getLogger(__name__)\n\n\n@torch.compiler.disable\n" in text
     assert ".add(_graphmend_log)\n\n\n# -----------\n# Attention\n# -----------\n\n\nclass Attn(" in text
+
+
+def test_deferral_is_the_same_with_the_clis_skeleton(tmp_path):
+    """Which frames get the helper is read from attribute stores only (the skeleton keeps them and
+    blanks the rest of `__init__`): the CLI and the whole-file engine (Fixit's path) agree."""
+    import subprocess
+    import sys
+    src = SOURCE + '''
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layers = []
+        layers.append(Block())
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x):
+        return self.layers[0](x)
+'''
+    (tmp_path / "m.py").write_text(src)
+    cli = subprocess.run([sys.executable, "-m", "graphmend_lint", "check", "--no-cache", "--output-format", "json",
+                          "m.py"], cwd=tmp_path, capture_output=True, text=True)
+    import json
+    ours = sorted((d["location"]["row"], d["message"]) for d in json.loads(cli.stdout) if d["code"].startswith("GM2"))
+    whole = sorted((f.line, f.message) for f in engine.check(src.encode(), Settings()).findings
+                   if f.code.startswith("GM2"))
+    assert ours == whole and ours

@@ -80,6 +80,26 @@ class _Index(cst.CSTVisitor):
             self.module_aliases[node.targets[0].target.value] = node.value
 
 
+class _StoredCalls(cst.CSTVisitor):
+    """The last names of the calls in the values of `self.<attr> = ...` stores."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self._depth = 0
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(isinstance(t.target, cst.Attribute) and dotted(t.target.value) == "self" for t in node.targets):
+            self._depth += 1
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        if any(isinstance(t.target, cst.Attribute) and dotted(t.target.value) == "self" for t in node.targets):
+            self._depth -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._depth:
+            self.names.add((dotted(node.func) or "").split(".")[-1])
+
+
 class CompiledScope:
     def __init__(self, module: cst.Module, bindings: Bindings, mode: str = "reachable",
                  ext: external.FileFacts | None = None) -> None:
@@ -238,8 +258,8 @@ class CompiledScope:
     def frame_root(self, f: cst.FunctionDef) -> bool:
         """`f` is likely the frame `torch.compile` is applied to, not one Dynamo inlines: a def
         decorated with or passed to `torch.compile`, or the undecorated `forward` of a module that
-        no other module class of this file builds (a submodule's forward is inlined into its
-        parent's frame). Calls deferred in an inlined frame are never replayed (torch 2.13/2.14)."""
+        no other module class of this file builds in an attribute store (a submodule's forward is
+        inlined into its parent's frame). Calls deferred in an inlined frame are never replayed (torch 2.13/2.14)."""
         idx = self.index
         if self._decorated(f, COMPILE_FUNCS) or f in self.explicit_targets:
             return True
@@ -251,12 +271,16 @@ class CompiledScope:
 
     @functools.cached_property
     def _built_by_modules(self) -> set[str]:
-        """The last names of what the methods of this file's module classes call (`Block` in
-        `self.block = Block()`): the classes they build as submodules."""
-        idx = self.index
-        return {(dotted(c.func) or "").split(".")[-1] for g, calls in idx.calls.items()
-                if (owner := idx.class_of.get(g)) is not None and owner.name.value in self.module_classes
-                for c in calls}
+        """The last names of what this file's module classes call in attribute stores (`Block` in
+        `self.block = Block()`, `self.layers = nn.ModuleList(Block() for ...)`): the classes they
+        build as submodules. Only stores are read: the CLI's skeleton keeps them and drops other
+        statements of non-compiled methods, and the answer must not depend on it."""
+        built: set[str] = set()
+        for name in self.module_classes:
+            visitor = _StoredCalls()
+            fastwalk.visit(self.index.classes[name], visitor)
+            built |= visitor.names
+        return built
 
     def reorderable(self, name: str) -> bool:
         """`name` is registered at module level in `torch._dynamo.config.reorderable_logging_functions`
