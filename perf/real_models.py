@@ -6,6 +6,7 @@ fixed copy, each in its own process, and compare.
     python perf/real_models.py --fixed /tmp/tf-fixed             # reuse (or make) the fixed copy there
     python perf/real_models.py --models bart,t5 --modes eval     # some of them
     python perf/real_models.py --suite diffusers --tp /work/tp/diffusers --fixed /tmp/df-fixed
+    python perf/real_models.py --tp /work/tp/t518 --out perf/results/real_models_t518 -j 1   # another transformers
     python perf/real_models.py --report                          # report.md again from the JSON files
 
 Per model and mode (eval: forward under no_grad; train: forward + backward of the sum of the floating
@@ -22,6 +23,9 @@ reversible layers call it in train mode) is made deterministic in the children, 
 the fixed copy is first on sys.path in its child (the child records which package it imported).
 The diffusers suite also checks that every diffusers module that imported without torch (a blocked
 `import torch`) before the fix still does after it. Results: perf/results/real_models/.
+With --tp, the transformers suite runs the transformers found there (pip --target with its dependencies, such as
+5.18.0 in perf/results/real_models_t518/; --out is then required). A factory whose class or config the package
+does not have (AttributeError, ImportError while building) is recorded as skipped with the reason.
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ import filecmp
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -584,6 +589,15 @@ def child(a) -> int:
             model.load_state_dict(torch.load(state), strict=True)
         res["files"] = sorted({_rel(sys.modules[type(m).__module__].__file__, pkg)
                                for m in model.modules() if type(m).__module__.startswith(pkg + ".")})
+    except (AttributeError, ImportError) as e:
+        missing = isinstance(e, AttributeError) and re.match(rf"module '?{pkg}'? has no attribute '?(\w+)", str(e))
+        if a.variant != "orig" or (missing and hasattr(mod, missing.group(1))) or (
+                isinstance(e, AttributeError) and not missing):
+            res["crash"] = "build: " + traceback.format_exc(limit=4)
+        else:  # a model, config or optional dependency this version does not have: skipped
+            res["skipped"] = f"build: {type(e).__name__}: {e}"
+        (work / f"{a.child}.{a.variant}.json").write_text(json.dumps(res, indent=1))
+        return 0
     except Exception:  # noqa: BLE001 (recorded as a crash)
         res["crash"] = "build: " + traceback.format_exc(limit=4)
         (work / f"{a.child}.{a.variant}.json").write_text(json.dumps(res, indent=1))
@@ -720,6 +734,9 @@ def run_model(a, name: str, work: Path, paths: dict) -> dict:
             row[variant] = {"crash": f"child rc={rc}: {err}", "modes": {}}
             continue
         row[variant] = json.loads(jf.read_text())
+        if row[variant].get("skipped"):
+            row["skipped"] = row[variant]["skipped"]
+            return row
     compare_row(a, row, work)
     return row
 
@@ -737,9 +754,12 @@ def ensure_fixed(a, src: Path, dest: Path) -> dict:
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copytree(src, pkgdir, ignore=shutil.ignore_patterns("__pycache__"))
     cmd = [PY, "-m", "graphmend_lint", "check", "--fix", "--no-cache", "--exit-zero", "--statistics", str(pkgdir)]
+    if a.jobs:
+        cmd += ["-j", str(a.jobs)]
     t = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=str(dest), env={**os.environ, "PYTHONPATH": str(REPO)})
-    info = {"command": "python -m graphmend_lint check --fix --no-cache --exit-zero --statistics " + str(pkgdir),
+    info = {"command": "python -m graphmend_lint check --fix --no-cache --exit-zero --statistics " + str(pkgdir)
+            + (f" -j {a.jobs}" if a.jobs else ""),
             "rc": p.returncode, "seconds": round(time.time() - t, 1), "stdout_tail": p.stdout[-4000:],
             "stderr_tail": p.stderr[-2000:]}
     info.update(changed_files(src, pkgdir))
@@ -800,7 +820,8 @@ def main(argv=None) -> int:
     ap.add_argument("--models", help="comma-separated subset")
     ap.add_argument("--modes", default="eval,train")
     ap.add_argument("--timeout", type=int, default=900)
-    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--out", help="results folder (default perf/results/real_models; needed by --tp on transformers)")
+    ap.add_argument("--jobs", "-j", type=int, help="worker processes of the fix (the CLI's -j; default: its own)")
     ap.add_argument("--report", action="store_true", help="only rebuild report.md from the JSON files")
     ap.add_argument("--no-import-check", action="store_true")
     ap.add_argument("--recompare", help="recompute the comparisons from the children's tensors kept in this folder")
@@ -813,7 +834,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.child:
         return child(a)
-    out = Path(a.out)
+    if a.out is None and a.suite == "transformers" and a.tp and not a.child:
+        ap.error("--tp with the transformers suite needs --out (the default folder holds the 4.44.2 results)")
+    out = Path(a.out or OUT)
     out.mkdir(parents=True, exist_ok=True)
     if a.recompare:
         f = out / f"{a.suite}.json"
@@ -846,6 +869,7 @@ def main(argv=None) -> int:
             "commit": commit, "graphmend_lint_dirty": dirty, "machine": platform.platform(),
             "cpus": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__,
             "package": a.suite, "package_version": getattr(pkg, "__version__", "?"), "package_dir": str(src),
+            **({"tp": a.tp} if a.tp else {}),
             "fixed_dir": str(fixed_root), "backend": "aot_eager", "modes": a.modes,
             "load_avg": os.getloadavg(), "fix": {k: v for k, v in fix.items() if k != "changed"},
             "fixed_files": fix.get("changed", [])}
@@ -908,6 +932,8 @@ def one_line(row) -> str:
     for v in ("orig", "fixed"):
         if (row.get(v) or {}).get("crash"):
             parts.append(f"{v} CRASH")
+    if row.get("skipped"):
+        parts.append("skipped: " + row["skipped"][:120])
     return "; ".join(parts)
 
 
@@ -967,6 +993,9 @@ def write_report(out: Path) -> None:
         for name, row in data["models"].items():
             crashes = [f"{v}: {row[v]['crash'].splitlines()[0][:80]}" for v in ("orig", "fixed")
                        if (row.get(v) or {}).get("crash")]
+            if row.get("skipped"):
+                lines.append(f"| {name} | | | | | | | | | | | | | | skipped: {row['skipped'].splitlines()[0][:100]} |")
+                continue
             if not any(_mode(row, v, md) for v in ("orig", "fixed") for md in ("eval", "train")):
                 lines.append(f"| {name} | | | | | | | | | | | | | | {'; '.join(crashes)} |")
                 continue
