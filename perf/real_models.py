@@ -975,7 +975,8 @@ def write_report(out: Path) -> None:
                   f"load {', '.join(f'{x:.1f}' for x in m['load_avg'])}, Python {m['python']}, torch {m['torch']}, "
                   f"backend `{m['backend']}`"),
                   f"- fix: `{m['fix']['command']}`: {m['fix']['files_changed']} files changed"
-                  + (f", {m['fix']['seconds']} s" if m['fix'].get('seconds') else ""), ""]
+                  + (f", {m['fix']['seconds']} s" if m['fix'].get('seconds') else "")
+                  + (f"; by hand: {m['fix']['manual_revert']}" if m['fix'].get('manual_revert') else ""), ""]
         iw = data.get("import_without_torch")
         if iw:
             if "modules" in iw:
