@@ -144,10 +144,14 @@ def test_import_torch_goes_where_isort_puts_it(imports, expected):
     assert ruff_formatted(fixed, 88) == fixed
 
 
-@pytest.mark.parametrize("imports", ["", "import numpy as np\nimport zarr\n", "import os\n\nfrom .x import nn\n"])
+@pytest.mark.parametrize("imports", ["", "import numpy as np\nimport zarr\n", "import os\n\nfrom .x import nn\n",
+                                     "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    import torch\n",
+                                     "import typing\n\nif typing.TYPE_CHECKING:\n    import torch as th\n"])
 def test_no_import_torch_added_to_a_module_without_one(imports):
     """A module with no unconditional module-level torch import stays importable without torch
-    (issue 24): the fix that would need `import torch` is not offered."""
+    (issue 24): the fix that would need `import torch` is not offered. An import under
+    `if TYPE_CHECKING:` binds nothing at run time: a guard spelled with it raised NameError
+    (transformers 5.18's utils/import_utils.py, fixed with the 6b12397 linter)."""
     source = f'"""Doc."""\n\n{imports}\n\nclass M:\n    def forward(self, x):\n        print(x)\n        return x\n'
     assert fix(source, compiled_scope="all") == source
 

@@ -29,7 +29,7 @@ def _module_name(node: cst.BaseExpression) -> str:
 class _ImportCollector(cst.CSTVisitor):
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
-        self.top: dict[str, str] = {}  # module-level imports only (what a fix may spell)
+        self.top: dict[str, str] = {}  # module-level imports only, not `if TYPE_CHECKING:` (what a fix may spell)
         self._depth = 0
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -43,6 +43,16 @@ class _ImportCollector(cst.CSTVisitor):
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self._depth -= 1
+
+    def visit_If(self, node: cst.If) -> bool:
+        if dotted(node.test) not in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            return True
+        self._depth += 1  # bound for type checkers only, never at run time: a fix must not spell them
+        fastwalk.visit(node.body, self)
+        self._depth -= 1
+        if node.orelse is not None:
+            fastwalk.visit(node.orelse, self)
+        return False
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> bool:
         for stmt in node.body:  # imports are small statements: their expressions need no walk
