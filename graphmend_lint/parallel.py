@@ -136,7 +136,7 @@ def _adds_nothing(ext: FileFacts, local: tuple | None, with_forward: frozenset) 
     if local is None:
         return False
     classes, compiled = local
-    if ext.compiled - compiled or ext.guards:
+    if ext.compiled - compiled or ext.guards or ext.wrapped:
         return False
     return not (ext.module_classes - classes) & with_forward
 

@@ -96,8 +96,9 @@ def _has_forward_method(node: ast.AST, in_class: bool = False) -> bool:
 
 def may_have_findings(source: bytes, compiled_scope: str, tree: ast.AST | None = None, ext=None) -> bool:
     """False only when no rule can report anything in `source` (it has no compiled code).
-    `ext`: the project index's facts; a file with defs called compiled from other files is kept."""
-    if compiled_scope != "reachable" or (ext is not None and ext.compiled):
+    `ext`: the project index's facts; a file with defs called compiled from other files (or decorators
+    whose wrappers run compiled) is kept."""
+    if compiled_scope != "reachable" or (ext is not None and (ext.compiled or ext.wrapped)):
         return True
     if b"torch" in source and any(n in source for n in _needles()):
         try:

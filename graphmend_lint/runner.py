@@ -188,7 +188,7 @@ def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) ->
     same edits: tests/test_speed_skeleton.py."""
     if not fix and s.skeleton:
         try:
-            keep = {qn.rsplit(".", 1)[-1] for qn in ext.compiled} if ext is not None else set()
+            keep = {qn.rsplit(".", 1)[-1] for qn in ext.compiled | ext.wrapped} if ext is not None else set()
             lean = skeleton.skeleton(source, tree, s.compiled_scope, keep)
         except Exception:  # the skeleton is an optimisation: never a reason to fail
             lean = source

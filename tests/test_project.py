@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -133,6 +134,81 @@ def test_cross_module_helpers(tmp_path):
     assert got["utils.py"] == [(7, "GM101")]  # `unused` is never called compiled
     assert got["deep.py"] == [(2, "GM201")]
     assert got["model.py"] == []
+
+
+ROPE = """
+    from functools import wraps
+
+    import torch
+
+
+    def dynamic_rope_update(rope_forward):
+        print("decorating")  # runs once, at class definition: not compiled
+
+        def longrope_frequency_update(self, position_ids):
+            seq_len = torch.max(position_ids) + 1
+            if seq_len > self.original_max:
+                self.register_buffer("inv_freq", self.long_inv_freq, persistent=False)
+
+        @wraps(rope_forward)
+        def wrapper(self, x, position_ids):
+            longrope_frequency_update(self, position_ids)
+            return rope_forward(self, x, position_ids)
+
+        return wrapper
+
+
+    def docs_only(fn):
+        def note():
+            print("decorating")
+
+        note()
+        return fn
+    """
+
+
+def test_wrapper_of_a_decorator_from_another_file_runs_compiled(tmp_path):
+    """transformers 5.x: `@dynamic_rope_update` (modeling_rope_utils.py) on a rotary `forward`: its
+    `functools.wraps` wrapper runs in the forward's place, and so does the helper it calls (a break
+    Dynamo logs on phi3 at modeling_rope_utils.py:64). The decorator's own body, and a decorator
+    without a wrapper, run at class definition: not compiled."""
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/rope.py": ROPE,
+        "pkg/model.py": """
+            from torch import nn
+            from .rope import docs_only, dynamic_rope_update
+
+
+            class Rotary(nn.Module):
+                @dynamic_rope_update
+                @docs_only
+                def forward(self, x, position_ids):
+                    return x * self.inv_freq
+            """,
+    })
+    want = [(12, "GM101")]
+    assert lint(paths)["rope.py"] == want
+    assert lint([paths[1]])["rope.py"] == want  # the file alone: the same answer (the project index)
+    fixit = subprocess.run([sys.executable, "-m", "fixit", "--rules", "graphmend_lint", "lint", "pkg/rope.py"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert "pkg/rope.py@12:" in fixit.stdout and fixit.stdout.count("TensorIf") == 1, fixit.stdout + fixit.stderr
+    (tmp_path / "pkg/model.py").write_text("from torch import nn\n\n\nclass Rotary(nn.Module):\n    pass\n")
+    assert lint([paths[1]])["rope.py"] == []  # no compiled def uses the decorator: nothing runs compiled
+
+
+def test_wrapper_of_a_same_file_decorator_runs_compiled(tmp_path):
+    paths = write(tmp_path, {"m.py": ROPE + """
+
+    from torch import nn
+
+
+    class Rotary(nn.Module):
+        @dynamic_rope_update
+        def forward(self, x, position_ids):
+            return x * self.inv_freq
+    """})
+    assert lint(paths)["m.py"] == [(12, "GM101")]
 
 
 def test_helper_callers_outside_the_run_are_seen_and_config_names_the_rest(tmp_path):

@@ -8,7 +8,9 @@ installed packages, found on the search path below and read as SOURCE, never imp
   - which defs run compiled: the `forward` of every nn.Module class of the run (inherited ones
     too), defs decorated with or passed to `torch.compile`, `compiled-functions` from the
     settings, then every def they call, across modules (`helper()`, `mod.helper()`,
-    `self.m()` and `super().m()` through the bases);
+    `self.m()` and `super().m()` through the bases); a compiled def's decorator whose nested
+    wrapper is `functools.wraps`-decorated (`dynamic_rope_update` on a rotary `forward`) runs its
+    wrapper in its place: the decorator's nested defs run compiled, and so does what they call;
   - which defs are compile guards (every `return` gives `torch.compiler.is_compiling()` or a
     relative, or False).
 Modules are looked up by hand: the top-level name in the run's own roots, then in `sys.path`,
@@ -99,7 +101,9 @@ class ProjectIndex:
         self._module_class: dict[tuple[str, str], bool] = {}
         self._guard: dict[tuple[str, str], bool] = {}
         self._compiled: set[tuple[str, str]] | None = None
+        self._wrapped: set[tuple[str, str]] = set()  # decorators whose wrappers run compiled
         self._by_module: dict[str, set[str]] | None = None
+        self._wrapped_by_module: dict[str, set[str]] = {}
 
     # -- finding modules -----------------------------------------------------
     def _top(self, name: str) -> list[Path]:
@@ -329,6 +333,15 @@ class ProjectIndex:
                     t = self.callee(mod, qn, call)
                     if t is not None and t not in seen:
                         todo.append(t)
+                for d in info["deco"] if info else []:
+                    t = self.callee(mod, qn, d)
+                    w = self._info(*t) if t is not None else None
+                    if w is not None and w.get("wraps") and t not in self._wrapped:
+                        self._wrapped.add(t)  # its wrapper, not its body, runs compiled
+                        for call in w["calls"]:
+                            c = self.callee(t[0], t[1], call)
+                            if c is not None and c not in seen:
+                                todo.append(c)
             self._compiled = seen
         return self._compiled
 
@@ -362,14 +375,17 @@ class ProjectIndex:
             self._by_module = {}
             for m, qn in self.compiled():  # reads the modules it reaches
                 self._by_module.setdefault(m, set()).add(qn)
+            for m, qn in self._wrapped:
+                self._wrapped_by_module.setdefault(m, set()).add(qn)
         s = self.module(mod)  # read on demand: the same facts whichever modules were read up front
         if s is None:
             return FileFacts()
         classes = frozenset(c for c in s["classes"] if self.is_module_class(mod, c))
         compiled = frozenset(self._by_module.get(mod, ()))
+        wrapped = frozenset(self._wrapped_by_module.get(mod, ()))
         guards = set()
-        if compiled or classes:
-            calls = {c for qn in compiled for c in s["defs"][qn]["calls"]} if compiled else \
+        if compiled or classes or wrapped:
+            calls = {c for qn in compiled | wrapped for c in s["defs"][qn]["calls"]} if compiled or wrapped else \
                 {c for info in s["defs"].values() for c in info["calls"]}
             for c in calls:
                 if c.split(".")[0] in ("self", "cls", "super()"):
@@ -380,4 +396,4 @@ class ProjectIndex:
                 t = self.lookup(q)
                 if t is not None and t[0] == "def" and self.is_guard(t[1], t[2]):
                     guards.add(c)
-        return FileFacts(classes, compiled, frozenset(guards))
+        return FileFacts(classes, compiled, frozenset(guards), wrapped)

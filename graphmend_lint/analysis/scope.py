@@ -3,7 +3,9 @@
 Roots: `forward` of nn.Module subclasses (through import aliases, module-level
 aliases and same-file base classes), functions decorated with `torch.compile`,
 and functions passed to `torch.compile(...)`. Then, transitively, same-file
-functions and methods they call. Functions marked `torch.compiler.disable`
+functions and methods they call, and the `functools.wraps` wrappers of their
+same-file decorators (the wrapper runs in place of the function it decorates; for
+decorators in other files, the project index's `wrapped`). Functions marked `torch.compiler.disable`
 (or `torch._dynamo.disable`) are never in scope: Dynamo does not trace them.
 """
 from __future__ import annotations
@@ -20,6 +22,12 @@ COMPILE_FUNCS = {"torch.compile", "torch._dynamo.optimize"}
 DISABLE_FUNCS = {"torch.compiler.disable", "torch._dynamo.disable", "torch.jit.ignore", "torch.jit.unused"}
 # Bases from other files that are nn.Modules by convention (transformers' PreTrainedModel family).
 MODULE_BASE_SUFFIXES = ("PreTrainedModel",)
+
+
+def is_wrapper(f: cst.FunctionDef) -> bool:
+    """Decorated with `wraps(g)` / `functools.wraps(g)`: runs in place of `g` when called."""
+    return any(isinstance(d.decorator, cst.Call) and (dotted(d.decorator.func) or "").split(".")[-1] == "wraps"
+               for d in f.decorators)
 
 
 def _decorator_target(dec: cst.Decorator, b: Bindings) -> str | None:
@@ -209,9 +217,27 @@ class CompiledScope:
                 roots.add(f)
             if self._decorated(f, COMPILE_FUNCS):
                 roots.add(f)
+            if self.ext.wrapped and is_wrapper(f) and self._top_def(f).name.value in self.ext.wrapped:
+                roots.add(f)  # the wrapper of a decorator that another file applies to compiled code
             explicit.update(self._compile_targets(idx.calls.get(f, []), cls))
         self.explicit_targets = explicit
         return (roots | explicit) - self.disabled
+
+    def _top_def(self, f: cst.FunctionDef) -> cst.FunctionDef:
+        while f in self.index.nested_in:
+            f = self.index.nested_in[f]
+        return f
+
+    def _wrappers(self, f: cst.FunctionDef) -> list[cst.FunctionDef]:
+        """The `wraps` wrappers nested in the same-file decorators of `f`: they run when `f` is called."""
+        idx = self.index
+        out = []
+        for d in f.decorators:
+            name = dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+            deco = idx.functions.get(name or "")
+            if deco is not None:
+                out.extend(g for g in idx.nested_in if is_wrapper(g) and self._top_def(g) is deco)
+        return out
 
     def _callees(self, f: cst.FunctionDef) -> list[cst.FunctionDef]:
         idx = self.index
@@ -220,12 +246,21 @@ class CompiledScope:
         while owner is None and outer in idx.nested_in:
             outer = idx.nested_in[outer]
             owner = idx.class_of.get(outer)
-        out = []
+        out = self._wrappers(f)
+        enclosing = []  # defs whose nested defs `f` can call by name
+        g = f
+        while g in idx.nested_in:
+            g = idx.nested_in[g]
+            enclosing.append(g)
         for call in idx.calls.get(f, []):
             name = dotted(call.func)
             if name is None:
                 continue
-            if name in idx.functions:
+            local = [h for h, parent in idx.nested_in.items()
+                     if parent in enclosing and h.name.value == name] if enclosing and "." not in name else []
+            if local:
+                out.extend(local)  # a def nested beside `f` (a wrapper's helpers)
+            elif name in idx.functions:
                 out.append(idx.functions[name])
             elif owner is not None and name.startswith("self.") and name.count(".") == 1:
                 m = self.method(owner, name.split(".")[1])

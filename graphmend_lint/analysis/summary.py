@@ -8,7 +8,9 @@
   aliases  module-level `X = <dotted>`
   classes  top-level class name -> dotted bases as written
   defs     "f" / "Cls.m" -> {"calls": dotted callees, "deco": dotted decorators,
-           "ret": what the def returns (dotted calls, "F" for False/None, "?" for anything else)}
+           "ret": what the def returns (dotted calls, "F" for False/None, "?" for anything else),
+           "wraps": 1 when a def nested in it is decorated with `functools.wraps(...)`: a decorator
+           whose wrapper runs in place of the function it decorates (only then present)}
   compile  "func arg" of module-level calls with a dotted first argument (`torch.compile(fn)`)
 Calls are read from each def's text (comments dropped) with a regex, much cheaper than walking its
 expressions; nested defs and lambdas count for the enclosing top-level def or method. A call
@@ -19,7 +21,7 @@ from __future__ import annotations
 import ast
 import re
 
-VERSION = 2
+VERSION = 3
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -41,6 +43,12 @@ _COMMENT = re.compile(r"#[^\n]*")
 _GUARD_WORDS = ("compiling", "scripting", "tracing")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def is_wrapper(node: ast.AST) -> bool:
+    """A def decorated with `wraps(f)` / `functools.wraps(f)`: it runs in place of `f` when called."""
+    return isinstance(node, _DEFS) and any(
+        isinstance(d, ast.Call) and (dotted(d.func) or "").split(".")[-1] == "wraps" for d in node.decorator_list)
 
 
 def _returns(func: ast.AST) -> list[str]:
@@ -127,6 +135,8 @@ class _Summary:
         calls = sorted({m.group(1) for m in _CALL.finditer(text)} - {node.name})  # type: ignore[attr-defined]
         ret = _returns(node) if any(w in text for w in _GUARD_WORDS) and len(text) < 4000 else []
         self.defs[name] = {"calls": calls, "deco": deco, "ret": ret}
+        if "wraps" in text and any(is_wrapper(n) for n in ast.walk(node) if n is not node):
+            self.defs[name]["wraps"] = 1
 
     def run(self, tree: ast.Module) -> None:
         for s in _stmts(tree.body):
