@@ -126,3 +126,34 @@ import torch
 '''
     fixed = engine.check(src, DEFER, fix=True).source.decode()
     assert "_graphmend_print" not in fixed and "if not torch.compiler.is_compiling():" in fixed
+
+
+CAPTURED = '''\
+import io
+import sys
+from contextlib import redirect_stdout
+
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def forward(self, x):
+        with io.StringIO() as buf, redirect_stdout(buf):
+            print(x.sum())
+            text = buf.getvalue()
+        out = io.StringIO()
+        print("a", file=out)
+        print("b", file=sys.stderr)
+        return x * len(text), out.getvalue()
+'''
+
+
+def test_print_whose_text_is_read_back_gets_no_fix():
+    """transformers 5.18's model_debugging_utils prints a tensor into a StringIO and parses it: a
+    guard (or deferral) would leave the text empty under compile. `file=sys.stderr` is output only."""
+    result = engine.check(CAPTURED.encode(), Settings(), fix=True)
+    assert result.source.decode().count("is_compiling") == 1, result.source.decode()  # the stderr print only
+    left = sorted((f.line, f.message.split("no fix: ")[-1]) for f in result.findings)
+    assert left == [(12, "its output is read back (`redirect_stdout`): skipping it under compile would change that text"),
+                    (15, "its output is read back (`file=`): skipping it under compile would change that text")]

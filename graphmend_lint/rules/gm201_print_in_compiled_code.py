@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from ..fixes import build, defer, guard
+from ..analysis.bindings import dotted
+from ..fixes import NoFix, build, defer, guard
 from . import base
 
 
@@ -83,6 +84,10 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
       where eager printed it before raising.
 
     ## When no fix is offered
+    When the printed text is data the program reads back: a `print` inside
+    `with redirect_stdout(buf):` / `redirect_stderr`, or with `file=` other than
+    `sys.stdout`/`sys.stderr` (transformers' `model_debugging_utils` prints a tensor into a
+    `StringIO` and parses it); skipping or deferring it under compile would change that text.
     When `print(...)` is not a statement of its own (its value is used, it shares a line
     with other statements, or it is the body of a one-line `if`), and when an argument
     has a side effect (`.pop()`, `next()`, an in-place `.add_()`, `:=`) that a guarded
@@ -205,10 +210,32 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
     def visit_Call(self, node: cst.Call) -> None:
         if not self._is_print(node):
             return
+        captured = self._captured(node)
+        if captured is not None:
+            self.report_fix(node, self.MESSAGE, NoFix(f"its output is read back ({captured}): skipping it under "
+                                                      "compile would change that text"))
+            return
         if self.settings.log_strategy == "defer" and self.report_deferred(node, self.MESSAGE_DEFER, self.FIX_TITLE,
                                                                          "print"):
             return
         self.report_guard(node, self.MESSAGE)
+
+    def _captured(self, call: cst.Call) -> str | None:
+        """How the print's text is captured as data (`file=buf`, `redirect_stdout`), or None."""
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "file" and \
+                    dotted(arg.value) not in ("sys.stdout", "sys.stderr"):
+                return "`file=`"
+        node = self.parent(call)
+        while node is not None and not isinstance(node, cst.FunctionDef):
+            if isinstance(node, cst.With):
+                for item in node.items:
+                    func = item.item.func if isinstance(item.item, cst.Call) else None
+                    name = (dotted(func) or "").split(".")[-1] if func is not None else ""
+                    if name in ("redirect_stdout", "redirect_stderr"):
+                        return f"`{name}`"
+            node = self.parent(node)
+        return None
 
     def _is_print(self, node: cst.Call) -> bool:
         if not (isinstance(node.func, cst.Name) and node.func.value == "print"):
