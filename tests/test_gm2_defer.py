@@ -157,3 +157,12 @@ def test_print_whose_text_is_read_back_gets_no_fix():
     left = sorted((f.line, f.message.split("no fix: ")[-1]) for f in result.findings)
     assert left == [(12, "its output is read back (`redirect_stdout`): skipping it under compile would change that text"),
                     (15, "its output is read back (`file=`): skipping it under compile would change that text")]
+
+
+def test_captured_print_is_not_rewritten_by_a_neighbours_helper_fix():
+    """The deferred helper's statement fix rewrites every print of its statement: not a captured one."""
+    source = CAPTURED.replace("    def forward(self, x):\n", "    def forward(self, x):\n        print(\"start\")\n")
+    fixed = engine.check(source.encode(), Settings(), fix=True).source.decode()
+    assert "_graphmend_print(\"start\")" in fixed, fixed
+    assert "            print(x.sum())\n            text = buf.getvalue()" in fixed, fixed
+    assert "        print(\"a\", file=out)\n" in fixed, fixed

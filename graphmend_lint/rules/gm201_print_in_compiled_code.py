@@ -244,7 +244,7 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
         return self.facts.bindings.qualify(node.func) is None and self.compiled_function(node) is not None
 
     def is_site(self, call: cst.Call) -> bool:
-        return self._is_print(call)
+        return self._is_print(call) and self._captured(call) is None  # a captured print is never rewritten
 
     def defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, list[cst.Arg]] | None:
         if not self._is_print(call) or guard.refusal(call, self.parent) is not None:
