@@ -223,20 +223,36 @@ class CompiledScope:
         self.explicit_targets = explicit
         return (roots | explicit) - self.disabled
 
-    def _top_def(self, f: cst.FunctionDef) -> cst.FunctionDef:
+    @functools.cached_property
+    def _children(self) -> dict[cst.FunctionDef, list[cst.FunctionDef]]:
+        """def -> the defs nested directly in it, in source order."""
+        out: dict[cst.FunctionDef, list[cst.FunctionDef]] = {}
+        for g, parent in self.index.nested_in.items():
+            out.setdefault(parent, []).append(g)
+        return out
+
+    def _enclosing(self, f: cst.FunctionDef) -> list[cst.FunctionDef]:
+        """The defs `f` is nested in, innermost first."""
+        out = []
         while f in self.index.nested_in:
             f = self.index.nested_in[f]
-        return f
+            out.append(f)
+        return out
+
+    def _top_def(self, f: cst.FunctionDef) -> cst.FunctionDef:
+        return (self._enclosing(f) or [f])[-1]
 
     def _wrappers(self, f: cst.FunctionDef) -> list[cst.FunctionDef]:
         """The `wraps` wrappers nested in the same-file decorators of `f`: they run when `f` is called."""
-        idx = self.index
         out = []
         for d in f.decorators:
             name = dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
-            deco = idx.functions.get(name or "")
-            if deco is not None:
-                out.extend(g for g in idx.nested_in if is_wrapper(g) and self._top_def(g) is deco)
+            todo = [self.index.functions[name]] if name in self.index.functions else []
+            while todo:  # every def nested in the decorator, at any depth
+                for g in self._children.get(todo.pop(), []):
+                    todo.append(g)
+                    if is_wrapper(g):
+                        out.append(g)
         return out
 
     def _callees(self, f: cst.FunctionDef) -> list[cst.FunctionDef]:
@@ -247,17 +263,13 @@ class CompiledScope:
             outer = idx.nested_in[outer]
             owner = idx.class_of.get(outer)
         out = self._wrappers(f)
-        enclosing = []  # defs whose nested defs `f` can call by name
-        g = f
-        while g in idx.nested_in:
-            g = idx.nested_in[g]
-            enclosing.append(g)
+        enclosing = self._enclosing(f)  # defs whose nested defs `f` can call by name
         for call in idx.calls.get(f, []):
             name = dotted(call.func)
             if name is None:
                 continue
-            local = [h for h, parent in idx.nested_in.items()
-                     if parent in enclosing and h.name.value == name] if enclosing and "." not in name else []
+            local = [h for p in enclosing for h in self._children.get(p, [])
+                     if h.name.value == name] if enclosing and "." not in name else []
             if local:
                 out.extend(local)  # a def nested beside `f` (a wrapper's helpers)
             elif name in idx.functions:
@@ -271,7 +283,7 @@ class CompiledScope:
                 if m is not None:
                     out.append(m)
         # functions defined inside f run when f calls them
-        out.extend(g for g, parent in idx.nested_in.items() if parent is f)
+        out.extend(self._children.get(f, []))
         return out
 
     def _closure(self, roots: set[cst.FunctionDef]) -> set[cst.FunctionDef]:
