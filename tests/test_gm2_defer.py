@@ -154,7 +154,7 @@ def test_print_whose_text_is_read_back_gets_no_fix():
     guard (or deferral) would leave the text empty under compile. `file=sys.stderr` is output only."""
     result = engine.check(CAPTURED.encode(), Settings(), fix=True)
     assert result.source.decode().count("is_compiling") == 1, result.source.decode()  # the stderr print only
-    left = sorted((f.line, f.message.split("no fix: ")[-1]) for f in result.findings)
+    left = sorted((f.line, f.message.split("no fix: ")[-1].removesuffix(")")) for f in result.findings)
     assert left == [(12, "its output is read back (`redirect_stdout`): skipping it under compile would change that text"),
                     (15, "its output is read back (`file=`): skipping it under compile would change that text")]
 

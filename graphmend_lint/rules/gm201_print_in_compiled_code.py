@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis.bindings import dotted
-from ..fixes import NoFix, build, defer, guard
+from ..fixes import build, defer, guard
 from . import base
 
 
@@ -212,8 +212,8 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             return
         captured = self._captured(node)
         if captured is not None:
-            self.report_fix(node, self.MESSAGE, NoFix(f"its output is read back ({captured}): skipping it under "
-                                                      "compile would change that text"))
+            self.report(node, f"{self.MESSAGE} (no fix: its output is read back ({captured}): skipping it under "
+                              "compile would change that text)")
             return
         if self.settings.log_strategy == "defer" and self.report_deferred(node, self.MESSAGE_DEFER, self.FIX_TITLE,
                                                                          "print"):
