@@ -76,6 +76,7 @@ BREAKS = [
     ("GM911", "kept = copy.deepcopy({'a': y})['a']"),
     ("GM913", "with torch.backends.cudnn.flags(enabled=False): y = y + 1"),
     ("GM914", "self.lin = self.lin.to(torch.float64); y = self.lin(y.double()).float()"),
+    ("GM916", "h = x[:, :8]; h.requires_grad = True; y = y + self.lin(h)"),
 ]
 NO_BREAK = [
     "y = y + x.cpu()",
