@@ -12,6 +12,11 @@ UNSAFE = ("unsafe fix: under torch.compile the tensor then does not require grad
           "alone does not either, and a reentrant `torch.utils.checkpoint` whose only grad-requiring input "
           "it was computes no parameter gradients")
 TITLE = "set it only in eager: guard it with `not torch.compiler.is_compiling()`"
+# what always makes a new tensor object (never returns its input): the flag then dies with the call
+NEW_METHODS = {"view", "unsqueeze", "squeeze", "permute", "transpose", "expand", "narrow", "select", "detach",
+               "clone", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+NEW_FUNCS = {f"torch.{n}" for n in ("zeros", "ones", "empty", "full", "rand", "randn", "arange", "tensor",
+                                     "zeros_like", "ones_like", "empty_like", "full_like", "cat", "stack")}
 
 
 class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
@@ -51,7 +56,9 @@ class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
 
     ## When no fix is offered
     When the tensor is not a local name (`self.weights.requires_grad = False` on a parameter the
-    call creates: the flag outlives the call), when the value is not `True`, when the assignment
+    call creates: the flag outlives the call) or not one that a statement before it makes anew
+    (an argument of the call, or `h = x.to(...)`, which may return `x` itself), when the value is
+    not `True`, when the assignment
     shares its line with other statements or is the body of a one-line compound statement, when it
     has several targets, and when it runs only under compile already.
     """
@@ -129,7 +136,93 @@ class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
             up = self.parent(node)
             return ("it is the body of a one-line compound statement" if isinstance(up, cst.SimpleStatementSuite)
                     else "it shares its line with other statements")
+        if not self._made_here(receiver.value, node):
+            return (f"`{receiver.value}` is not made by a statement before it (an argument, or a name that may "
+                    "share its object), so the flag may outlive the call")
         only = context.runs_only_compiled(node, self.parent, self.facts.bindings)
         if only is not None:
             return f"it runs only under torch.compile (the test `{only}` chooses this arm)"
         return None
+
+    def _made_here(self, name: str, node: cst.CSTNode) -> bool:
+        """The statement that last binds `name` before `node`, in `node`'s block or one around it,
+        makes a new tensor (`x[:, None]`, `torch.zeros(...)`, `a + b`, `x.view(...)`)."""
+        for child, up in context.ancestors(node, self.parent):
+            if isinstance(up, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if not isinstance(up, cst.IndentedBlock):
+                continue
+            for stmt in reversed(up.body[: up.body.index(child)]):
+                value = _binding(stmt, name)
+                if value is not None:
+                    return self._new_tensor(value)
+                if name in _bound_in(stmt):
+                    return False  # bound in a way this does not follow
+        return False
+
+    def _new_tensor(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, (cst.Subscript, cst.BinaryOperation, cst.UnaryOperation)):
+            return True
+        if not isinstance(value, cst.Call):
+            return False
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value in NEW_METHODS:
+            return True
+        return X.qualified(self, value.func) in NEW_FUNCS
+
+
+def _binding(stmt: cst.BaseStatement, name: str) -> cst.BaseExpression | None:
+    """The value of `stmt` when it is `name = <value>` alone on its line."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+        assign = stmt.body[0]
+        if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) and \
+                assign.targets[0].target.value == name:
+            return assign.value
+    return None
+
+
+def _bound_in(stmt: cst.CSTNode) -> set[str]:
+    """Names `stmt` may bind: assignment, `for`, `with ... as`, `:=`, `del`, `import` targets."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def _add(self, target: cst.CSTNode) -> None:
+            for n in _target_names(target):
+                found.add(n)
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            self._add(n.target)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            self._add(n.target)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            self._add(n.target)
+
+        def visit_For(self, n: cst.For) -> None:
+            self._add(n.target)
+
+        def visit_AsName(self, n: cst.AsName) -> None:
+            self._add(n.name)
+
+        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+            self._add(n.target)
+
+        def visit_Del(self, n: cst.Del) -> None:
+            self._add(n.target)
+
+        def visit_ImportAlias(self, n: cst.ImportAlias) -> None:
+            if n.asname is None:
+                self._add(n.name)
+
+    stmt.visit(V())
+    return found
+
+
+def _target_names(target: cst.CSTNode) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
