@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from fixture_io import FIXTURES
 from harness import load
 
 from graphmend_lint import engine
@@ -128,25 +129,7 @@ import torch
     assert "_graphmend_print" not in fixed and "if not torch.compiler.is_compiling():" in fixed
 
 
-CAPTURED = '''\
-import io
-import sys
-from contextlib import redirect_stdout
-
-import torch
-from torch import nn
-
-
-class M(nn.Module):
-    def forward(self, x):
-        with io.StringIO() as buf, redirect_stdout(buf):
-            print(x.sum())
-            text = buf.getvalue()
-        out = io.StringIO()
-        print("a", file=out)
-        print("b", file=sys.stderr)
-        return x * len(text), out.getvalue()
-'''
+CAPTURED = (FIXTURES / "GM201" / "invalid_print_captured.py").read_text(encoding="utf-8")
 
 
 def test_print_whose_text_is_read_back_gets_no_fix():
@@ -155,8 +138,8 @@ def test_print_whose_text_is_read_back_gets_no_fix():
     result = engine.check(CAPTURED.encode(), Settings(), fix=True)
     assert result.source.decode().count("is_compiling") == 1, result.source.decode()  # the stderr print only
     left = sorted((f.line, f.message.split("no fix: ")[-1].removesuffix(")")) for f in result.findings)
-    assert left == [(12, "its output is read back (`redirect_stdout`): skipping it under compile would change that text"),
-                    (15, "its output is read back (`file=`): skipping it under compile would change that text")]
+    assert left == [(14, "its output is read back (`redirect_stdout`): skipping it under compile would change that text"),
+                    (17, "its output is read back (`file=`): skipping it under compile would change that text")]
 
 
 def test_captured_print_is_not_rewritten_by_a_neighbours_helper_fix():
