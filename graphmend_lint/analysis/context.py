@@ -40,6 +40,80 @@ def enclosing_function(node: cst.CSTNode, parent: Parent) -> cst.FunctionDef | N
     return None
 
 
+def reaching_value(node: cst.CSTNode, name: str, parent: Parent) -> cst.BaseExpression | None:
+    """The value of the `name = <value>` statement (alone on its line) that last binds `name` before
+    `node`, in `node`'s block or a block around it inside its def; None when there is none, or when a
+    statement in between may bind `name` another way (`for`, `with ... as`, an `if` that assigns it)."""
+    for child, up in ancestors(node, parent):
+        if isinstance(up, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if not isinstance(up, cst.IndentedBlock):
+            continue
+        for stmt in reversed(up.body[: up.body.index(child)]):
+            value = _assigned_value(stmt, name)
+            if value is not None:
+                return value
+            if name in bound_names(stmt):
+                return None
+    return None
+
+
+def _assigned_value(stmt: cst.BaseStatement, name: str) -> cst.BaseExpression | None:
+    """The value of `stmt` when it is `name = <value>` alone on its line."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+        targets = stmt.body[0].targets
+        if len(targets) == 1 and isinstance(targets[0].target, cst.Name) and targets[0].target.value == name:
+            return stmt.body[0].value
+    return None
+
+
+def bound_names(stmt: cst.CSTNode) -> set[str]:
+    """Names `stmt` may bind: assignment, `for`, `with ... as`, `:=`, `del` and `import` targets."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def _add(self, target: cst.CSTNode) -> None:
+            found.update(_target_names(target))
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            self._add(n.target)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            self._add(n.target)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            self._add(n.target)
+
+        def visit_For(self, n: cst.For) -> None:
+            self._add(n.target)
+
+        def visit_AsName(self, n: cst.AsName) -> None:
+            self._add(n.name)
+
+        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+            self._add(n.target)
+
+        def visit_Del(self, n: cst.Del) -> None:
+            self._add(n.target)
+
+        def visit_ImportAlias(self, n: cst.ImportAlias) -> None:
+            if n.asname is None:
+                self._add(n.name)
+
+    stmt.visit(V())
+    return found
+
+
+def _target_names(target: cst.CSTNode) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
 def is_compiling_check(test: cst.BaseExpression, b: Bindings) -> bool:
     """`torch.compiler.is_compiling()` and its relatives (any spelling, project wrappers too)."""
     if not isinstance(test, cst.Call):

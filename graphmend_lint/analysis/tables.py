@@ -98,6 +98,12 @@ ELEMENTWISE: dict[str, Op] = {
 # Tensor constructors: no side effects, but they raise on bad arguments (ragged lists, bad sizes).
 CONSTRUCTORS = {"torch.tensor", "torch.as_tensor", "torch.zeros", "torch.ones", "torch.full", "torch.arange",
                 "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.empty_like", "torch.linspace"}
+# Calls that always make a new tensor object, never return their input (unlike `.to()`, `.float()`,
+# `.contiguous()`, `torch.as_tensor`): a flag set on the result dies with it.
+NEW_OBJECT_METHODS = {"view", "unsqueeze", "squeeze", "permute", "transpose", "expand", "narrow", "select",
+                      "detach", "clone", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+NEW_OBJECT_FUNCS = {f"torch.{n}" for n in ("zeros", "ones", "empty", "full", "rand", "randn", "arange", "tensor",
+                                           "zeros_like", "ones_like", "empty_like", "full_like", "cat", "stack")}
 # Reductions that raise on an empty tensor (the others return a value).
 RAISES_ON_EMPTY = {"max", "min", "amax", "amin", "argmax", "argmin"}
 # Reductions that warn (a visible side effect) on inputs with too few elements.

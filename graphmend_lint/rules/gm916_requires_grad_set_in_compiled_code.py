@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from ..analysis import context
+from ..analysis import context, tables
 from ..analysis import explain as X
 from ..fixes import Fix, build
 from . import base
@@ -12,11 +12,6 @@ UNSAFE = ("unsafe fix: under torch.compile the tensor then does not require grad
           "alone does not either, and a reentrant `torch.utils.checkpoint` whose only grad-requiring input "
           "it was computes no parameter gradients")
 TITLE = "set it only in eager: guard it with `not torch.compiler.is_compiling()`"
-# what always makes a new tensor object (never returns its input): the flag then dies with the call
-NEW_METHODS = {"view", "unsqueeze", "squeeze", "permute", "transpose", "expand", "narrow", "select", "detach",
-               "clone", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
-NEW_FUNCS = {f"torch.{n}" for n in ("zeros", "ones", "empty", "full", "rand", "randn", "arange", "tensor",
-                                     "zeros_like", "ones_like", "empty_like", "full_like", "cat", "stack")}
 
 
 class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
@@ -145,84 +140,13 @@ class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
         return None
 
     def _made_here(self, name: str, node: cst.CSTNode) -> bool:
-        """The statement that last binds `name` before `node`, in `node`'s block or one around it,
-        makes a new tensor (`x[:, None]`, `torch.zeros(...)`, `a + b`, `x.view(...)`)."""
-        for child, up in context.ancestors(node, self.parent):
-            if isinstance(up, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                return False
-            if not isinstance(up, cst.IndentedBlock):
-                continue
-            for stmt in reversed(up.body[: up.body.index(child)]):
-                value = _binding(stmt, name)
-                if value is not None:
-                    return self._new_tensor(value)
-                if name in _bound_in(stmt):
-                    return False  # bound in a way this does not follow
-        return False
-
-    def _new_tensor(self, value: cst.BaseExpression) -> bool:
+        """The statement that last binds `name` before `node` makes a new tensor object
+        (`x[:, None]`, `a + b`, `x.view(...)`, `torch.zeros(...)`), whose flag dies with the call."""
+        value = context.reaching_value(node, name, self.parent)
         if isinstance(value, (cst.Subscript, cst.BinaryOperation, cst.UnaryOperation)):
             return True
         if not isinstance(value, cst.Call):
             return False
-        if isinstance(value.func, cst.Attribute) and value.func.attr.value in NEW_METHODS:
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value in tables.NEW_OBJECT_METHODS:
             return True
-        return X.qualified(self, value.func) in NEW_FUNCS
-
-
-def _binding(stmt: cst.BaseStatement, name: str) -> cst.BaseExpression | None:
-    """The value of `stmt` when it is `name = <value>` alone on its line."""
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
-        assign = stmt.body[0]
-        if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) and \
-                assign.targets[0].target.value == name:
-            return assign.value
-    return None
-
-
-def _bound_in(stmt: cst.CSTNode) -> set[str]:
-    """Names `stmt` may bind: assignment, `for`, `with ... as`, `:=`, `del`, `import` targets."""
-    found: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def _add(self, target: cst.CSTNode) -> None:
-            for n in _target_names(target):
-                found.add(n)
-
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            self._add(n.target)
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            self._add(n.target)
-
-        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
-            self._add(n.target)
-
-        def visit_For(self, n: cst.For) -> None:
-            self._add(n.target)
-
-        def visit_AsName(self, n: cst.AsName) -> None:
-            self._add(n.name)
-
-        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
-            self._add(n.target)
-
-        def visit_Del(self, n: cst.Del) -> None:
-            self._add(n.target)
-
-        def visit_ImportAlias(self, n: cst.ImportAlias) -> None:
-            if n.asname is None:
-                self._add(n.name)
-
-    stmt.visit(V())
-    return found
-
-
-def _target_names(target: cst.CSTNode) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
+        return X.qualified(self, value.func) in tables.NEW_OBJECT_FUNCS
