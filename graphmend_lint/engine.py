@@ -31,8 +31,6 @@ class Result:
     source: bytes = b""  # the (possibly fixed) source
     fixed: int = 0  # number of fixes applied
     fixed_codes: Counter = field(default_factory=Counter)  # code -> fixes applied
-    # (nn.Module classes, compiled defs) the file alone shows, from the last lint (parallel.py)
-    scope: tuple = (frozenset(), frozenset())
 
 
 def selected_rules(s: settings_mod.Settings) -> list[type]:
@@ -295,4 +293,4 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: exter
             compile(ctx.code(), "<fixed>", "exec", dont_inherit=True)
     elif s.fix_edits:  # JSON output and the language server
         _attach_edits(ctx, findings, whole.decode("utf-8") if whole is not None else None)
-    return Result(findings, ctx.module.bytes if fix else source, fixed, codes, ctx.scope_summary())
+    return Result(findings, ctx.module.bytes if fix else source, fixed, codes)

@@ -6,17 +6,15 @@ index of the file's whole PROJECT (analysis/root.py), never from the run's list 
      facts of the wanted files come from one cache entry ("proj", keyed by the whole project's
      content) when nothing changed;
   2. else every file's summary from the cache by content; files without one that may hold a
-     compiled root (a text test) or are being checked get one in the workers: the run's own files
-     with a first pass (validate, summarize from the same `ast` tree and, when only linting, lint
-     with the file's own facts, recording what the file alone sees as compiled), the others only
-     summarised; the index reads the rest on demand;
+     compiled root (a text test) or are being checked get one in the workers, from one `ast`
+     parse (for the run's own files, that of the runner's validation, which also tells whether
+     the file alone has compiled code: prefilter.py); the index reads the rest on demand;
   3. the index, in this process, gives each wanted file its facts;
-  4. a first-pass result is final when the index adds nothing the file did not see alone (no
-     other class with a forward, no other compiled def, no guard wrapper); the rest come from the
-     cache (key: content + facts) or are checked again with their facts, in the workers.
-So a cold run parses each file once more only where another file changes its result, and a run on
-one file (pre-commit, stdin, the language server, Fixit through rules/provider.py) sees what a run on the
-whole tree sees. Workers are forked after the rules and settings are loaded; they take the files
+  4. a valid file without compiled code of its own, to which the index adds none, has no finding
+     (what the runner would find, without parsing it again); the rest come from the cache (key:
+     content + facts) or are checked with their facts, in the workers.
+So a cold run lints each file once, with its facts, and a run on one file (pre-commit, stdin, the
+language server, Fixit through rules/provider.py) sees what a run on the whole tree sees. Workers are forked after the rules and settings are loaded; they take the files
 largest first, a few at a time, and send back findings without libcst nodes.
 """
 from __future__ import annotations
@@ -29,7 +27,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import engine, files, runner
+from . import engine, files, prefilter, runner
 from . import cache as cache_mod
 from .analysis import project
 from .analysis import root as root_mod
@@ -102,43 +100,29 @@ def check_one(path: Path, s: Settings, fix: bool, diff: bool, cache: cache_mod.C
 
 
 def _first_pass(item: tuple) -> tuple:
-    """(summary, (classes, compiled) the file alone sees, outcome or None) for one file: linted
-    with `lint`, else only summarised from `data` (its bytes). The summary is cached here, in the
-    worker, under `digest` (the content's)."""
-    path, s, lint, data, cache, digest = item
-    got: list = []
-
-    def on_tree(source: bytes, tree) -> None:
-        got.append(summary_mod.summarize(tree, source.decode("utf-8", "replace")))
-
-    if not lint:
-        gc.disable()  # ast.parse makes many objects and no cycles: the collector only costs here
-        try:
-            summ = project.parse_summary(data) if data is not None else None
-        finally:
-            gc.enable()
-        if summ is not None and cache is not None:
-            cache.put_json("idx", digest, summ)
-        return summ, None, None
-    out = runner.check_file(path, s, ext=EMPTY, on_tree=on_tree)
-    out.findings = [cache_mod.portable(f) for f in out.findings]
-    if got and cache is not None:
-        cache.put_json("idx", digest, got[0])
-    return (got[0] if got else None), out.scope, out
-
-
-def _forward_classes(summ: dict | None) -> frozenset:
-    return frozenset(qn.split(".")[0] for qn in (summ["defs"] if summ else ()) if qn.endswith(".forward"))
-
-
-def _adds_nothing(ext: FileFacts, local: tuple | None, with_forward: frozenset) -> bool:
-    """The index tells the file nothing it did not see alone: its first-pass result stands."""
-    if local is None:
-        return False
-    classes, compiled = local
-    if ext.compiled - compiled or ext.guards or ext.wrapped:
-        return False
-    return not (ext.module_classes - classes) & with_forward
+    """(summary, quiet) of one file, from one `ast` parse of `data` (its bytes). `quiet` (only when
+    `wanted`, the run checks the file): the file is valid and alone has no compiled code
+    (prefilter.py), so it has no finding unless the index calls its defs compiled. The summary is
+    cached here, in the worker, under `digest` (the content's)."""
+    path, s, wanted, data, cache, digest = item
+    summ, quiet = None, False
+    gc.disable()  # ast.parse makes many objects and no cycles: the collector only costs here
+    try:
+        if data is not None:
+            try:
+                tree = runner.validate(data) if wanted else None
+            except Exception:  # bad input: the check says why
+                tree = None
+            if tree is not None:
+                summ = summary_mod.summarize(tree, data.decode("utf-8", "replace"))
+                quiet = s.prefilter and not prefilter.may_have_findings(data, s.compiled_scope, tree)
+            else:
+                summ = project.parse_summary(data)
+    finally:
+        gc.enable()
+    if summ is not None and cache is not None:
+        cache.put_json("idx", digest, summ)
+    return summ, quiet
 
 
 # -- the project index -----------------------------------------------------------------
@@ -147,10 +131,6 @@ def _adds_nothing(ext: FileFacts, local: tuple | None, with_forward: frozenset) 
 # workers, the run's own with their first pass), the index answers for the files asked, and
 # those facts are kept under "proj", keyed by the content of the whole project.
 ROOT_NEEDLES = (b"forward", b"compile", b"optimize")
-# The first pass lints the run's own files with what each sees alone, while the rest of the project
-# is summarised; it pays when the run holds a good share of the project (a tree, a package); for a
-# few files of a big project (pre-commit) it would mostly lint twice.
-FIRST_PASS_SHARE = 4
 _memo: dict[str, dict[str, FileFacts]] = {}  # project key -> facts by absolute path (this process)
 _indexes: dict[str, tuple] = {}  # project key -> (ProjectIndex, its reader, path -> module): the last built
 _tool: list[bytes] = []
@@ -262,8 +242,8 @@ def _locked(cache: cache_mod.Cache | None, proj: root_mod.Project):
 
 def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots: list[Path],
                    pdata: dict[Path, bytes], digests: dict[Path, str], wanted: set[Path], s: Settings,
-                   cache: cache_mod.Cache | None, jobs: int, lint: bool, given: dict[Path, Path],
-                   first: dict[Path, tuple]) -> tuple[dict[str, FileFacts], dict[str, str] | None]:
+                   cache: cache_mod.Cache | None, jobs: int, given: dict[Path, Path],
+                   quiet: set[Path] | None) -> tuple[dict[str, FileFacts], dict[str, str] | None]:
     """(facts by absolute path of the `wanted` files, the installed files the index read -> digest,
     or None when one could not be read). The index stays in this process for the project's next
     files (the CLI checks files with other per-file settings separately)."""
@@ -272,12 +252,11 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
         rooted = {m for m, p in run.items() if _may_root(pdata[p], s)}
         summaries = {p: _cached_summary(cache, digests[p]) for m, p in run.items() if m in rooted or p in wanted}
         todo = [p for p, summ in summaries.items() if summ is None]  # the others: read when reached
-        lint = lint and len(wanted) * FIRST_PASS_SHARE >= len(run)  # else the index comes first, one lint after
-        items = [(given.get(p, p), s, lint and p in wanted, pdata[p], cache, digests[p]) for p in todo]
+        items = [(given.get(p, p), s, quiet is not None and p in wanted, pdata[p], cache, digests[p]) for p in todo]
         for p, got in zip(todo, _map(_first_pass, items, jobs)):
             summaries[p] = got[0]
-            if got[2] is not None:
-                first[given[p]] = (got[1], got[2], _forward_classes(got[0]))
+            if got[1] and quiet is not None:
+                quiet.add(given[p])
         done = set(todo)
         known = {p: summ for p, summ in summaries.items() if summ is not None or p in done}
         reader = _Reader(cache, known, pdata, digests)
@@ -300,7 +279,7 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
 
 
 def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: cache_mod.Cache | None,
-              jobs: int, lint: bool, data: dict[Path, bytes], first: dict[Path, tuple]) -> dict[Path, FileFacts]:
+              jobs: int, data: dict[Path, bytes], quiet: set[Path] | None) -> dict[Path, FileFacts]:
     """Facts of `members` (files of `proj`, as given) from the index of the whole project."""
     given = {Path(os.path.abspath(m)): m for m in members}
     listed = root_mod.project_files(proj)
@@ -322,7 +301,7 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
             got = {**got, **stored}
             if any(str(a) not in got for a in wanted):
                 new, external = _index_project(proj, key, run, roots, pdata, digests, wanted, s, cache, jobs,
-                                               lint, given, first)
+                                               given, quiet)
                 got = {**got, **new}
                 if cache is not None and external is not None:
                     cache.put_json("proj", key, {"files": {p: f.to_json() for p, f in got.items()},
@@ -333,8 +312,8 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
     return {given[a]: got[str(a)] for a in wanted}
 
 
-def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jobs: int, lint: bool,
-               data: dict[Path, bytes], first: dict[Path, tuple]) -> dict[Path, FileFacts]:
+def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jobs: int,
+               data: dict[Path, bytes], quiet: set[Path] | None) -> dict[Path, FileFacts]:
     """Each readable file's facts, from the index of its project (analysis/root.py)."""
     groups: dict[root_mod.Project, list[Path]] = {}
     for p in paths:
@@ -342,7 +321,7 @@ def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jo
             groups.setdefault(root_mod.find_project(p, s), []).append(p)
     facts: dict[Path, FileFacts] = {}
     for proj, members in groups.items():
-        facts.update(_facts_in(proj, members, s, cache, jobs, lint, data, first))
+        facts.update(_facts_in(proj, members, s, cache, jobs, data, quiet))
     return facts
 
 
@@ -350,7 +329,7 @@ def project_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None 
                   jobs: int = 1) -> dict[Path, FileFacts]:
     """Each file's cross-file facts (what `check_files` computes, without linting)."""
     data = {p: d for p in paths if (d := _read(p)) is not None}
-    return _run_facts(paths, s, cache, jobs, False, data, {})
+    return _run_facts(paths, s, cache, jobs, data, None)
 
 
 def facts_of(path: Path, s: Settings, use_cache: bool = True) -> FileFacts | None:
@@ -374,16 +353,14 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
     cache = cache_mod.Cache.for_settings(s) if use_cache else None
     outcomes: list[runner.FileOutcome | None] = [None] * len(paths)
     data = {p: d for p in paths if (d := _read(p)) is not None}
-    first: dict[Path, tuple] = {}
-    facts = _run_facts(paths, s, cache, jobs, not (fix or diff), data, first)
-    if first:
-        gc.collect()  # the workers forked next need none of the summaries
+    quiet: set[Path] = set()
+    facts = _run_facts(paths, s, cache, jobs, data, quiet)
     rest = []
     for i, p in enumerate(paths):
         ext = facts.get(p, EMPTY)
-        if p in first and (first[p][1].error is not None or _adds_nothing(ext, first[p][0], first[p][2])):
-            out = outcomes[i] = first[p][1]
-            if cache is not None and out.error is None and _read(p) == data[p]:
+        if p in quiet and not (ext.compiled or ext.wrapped):  # no compiled code: what the runner would say
+            out = outcomes[i] = runner.FileOutcome(p)
+            if cache is not None and _read(p) == data[p]:
                 cache.put(cache.key(data[p], ext.key()), out.findings)
             continue
         hit = _cached(cache, p, s, fix or diff, data.get(p), ext) if cache is not None else None

@@ -42,7 +42,6 @@ class FileOutcome:
     diff: str = ""
     fixed_codes: dict = field(default_factory=dict)  # code -> fixes applied
     fixed_source: bytes | None = None  # check_source(write=False): the fixed code
-    scope: tuple = (frozenset(), frozenset())  # engine.Result.scope: what the file alone shows as compiled
 
 
 def _one_line(text: str) -> str:
@@ -195,32 +194,28 @@ def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) ->
         if lean != source:
             try:
                 got = engine.check(lean, s, ext=ext, whole=source if s.fix_edits else None)
-                return engine.Result(got.findings, source, 0, scope=got.scope)
+                return engine.Result(got.findings, source, 0)
             except (cst.ParserSyntaxError, engine.NotOnWhole):
                 pass
     return engine.check(source, s, fix, ext=ext)
 
 
-def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None,
-               on_tree=None) -> FileOutcome:
-    """`ext`: the file's facts from the project index (analysis/external.FileFacts), if any.
-    `on_tree(source, tree)`: called with Python's `ast` tree of a valid file (the index's summary)."""
+def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None) -> FileOutcome:
+    """`ext`: the file's facts from the project index (analysis/external.FileFacts), if any."""
     try:
         source = files.read_source(path, MAX_BYTES)
     except Exception as e:  # bad input never stops the run
         return FileOutcome(path, error=_one_line(_describe(e)))
-    return check_source(path, source, s, fix, diff, ext=ext, on_tree=on_tree)
+    return check_source(path, source, s, fix, diff, ext=ext)
 
 
 def check_source(path: Path, source: bytes, s: Settings, fix: bool = False, diff: bool = False,
-                 write: bool = True, ext=None, on_tree=None) -> FileOutcome:
+                 write: bool = True, ext=None) -> FileOutcome:
     """Check `source` as the content of `path`; with `fix` (and `write`), write the fixed code there.
     With `write=False`, `fixed_source` holds the fixed code instead (stdin mode)."""
     out = FileOutcome(path)
     try:
         tree = validate(source)
-        if on_tree is not None:
-            on_tree(source, tree)
     except Exception as e:  # bad input never stops the run
         out.error = _one_line(_describe(e))
         return out
@@ -242,7 +237,6 @@ def check_source(path: Path, source: bytes, s: Settings, fix: bool = False, diff
         out.error = _one_line(_describe(e))
         return out
     out.findings, out.fixed, out.fixed_codes = result.findings, result.fixed, dict(result.fixed_codes)
-    out.scope = result.scope
     if changed and not write:
         out.fixed_source = result.source
     if changed and diff:

@@ -23,13 +23,17 @@ class M(torch.nn.Module):
 '''
 
 
+def _compiled(facts) -> set:
+    return {facts.scope.qualname(f) for f in facts.scope.compiled}
+
+
 def test_the_engine_hands_its_context_to_every_rule():
     module = cst.parse_module(SOURCE)
     ctx = FileContext(module, Settings(select=("GM101", "GM201")), source=SOURCE)
     findings = engine.lint(ctx)
     assert sorted(f.code for f in findings) == ["GM101", "GM201"]
     assert ctx.guard_helper == "is_torchdynamo_compiling" and ctx.generated is None
-    assert ctx.scope_summary() == (frozenset({"M"}), frozenset({"M.forward"}))
+    assert set(ctx.facts.scope.module_classes) == {"M"} and _compiled(ctx.facts) == {"M.forward"}
     assert ctx.code() == SOURCE and ctx.code(module) is ctx.code()
 
 
@@ -37,9 +41,9 @@ def test_project_facts_reach_the_analysis():
     module = cst.parse_module(SOURCE + "\n\ndef other(x):\n    return x\n")
     alone = FileContext(module, Settings())
     indexed = FileContext(module, Settings(), FileFacts(compiled=frozenset({"other"}), guards=frozenset({"g"})))
-    assert alone.scope_summary() == (frozenset(), frozenset())  # not analysed yet
-    assert alone.facts.scope_summary()[1] == {"M.forward"}
-    assert indexed.facts.scope_summary()[1] == {"M.forward", "other"}
+    assert alone._facts is None  # not analysed yet
+    assert _compiled(alone.facts) == {"M.forward"}
+    assert _compiled(indexed.facts) == {"M.forward", "other"}
     assert indexed.facts.bindings.guards == {"g"} and alone.facts.bindings.guards == frozenset()
 
 

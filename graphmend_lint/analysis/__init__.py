@@ -127,8 +127,3 @@ class ModuleFacts:
         finally:
             self._params_active.discard(key)
         return tensor(all(v.zero_dim for v in vals), vals[0].dtype if len({v.dtype for v in vals}) == 1 else None)
-
-    def scope_summary(self) -> tuple[frozenset, frozenset]:
-        """(nn.Module classes, compiled "f"/"Cls.m" defs): what the file alone sees (parallel.py)."""
-        compiled = {self.scope.qualname(f) for f in self.scope.compiled}
-        return frozenset(self.scope.module_classes), frozenset(q for q in compiled if q)

@@ -91,9 +91,3 @@ class FileContext:
         self._codes.insert(0, (module, text))
         del self._codes[CODES_KEPT:]
         return text
-
-    def scope_summary(self) -> tuple[frozenset, frozenset]:
-        """(nn.Module classes, compiled defs) the file alone sees; empty when it was not analysed."""
-        if self._facts is None:
-            return frozenset(), frozenset()
-        return self._facts.scope_summary()
