@@ -5,6 +5,7 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
+from .. import fastwalk
 from .bindings import Bindings, dotted
 
 Parent = Callable[[cst.CSTNode], "cst.CSTNode | None"]
@@ -100,7 +101,7 @@ def bound_names(stmt: cst.CSTNode) -> set[str]:
             if n.asname is None:
                 self._add(n.name)
 
-    stmt.visit(V())
+    fastwalk.visit(stmt, V())
     return found
 
 

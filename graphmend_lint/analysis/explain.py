@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from .. import fastwalk
 from . import context
 from .bindings import dotted
 from .tensors import Value
@@ -77,7 +78,7 @@ def names_used_in_operations(func: cst.FunctionDef) -> set[str]:
         def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
             self._add(node.expression)
 
-    func.body.visit(V())
+    fastwalk.visit(func.body, V())
     return found
 
 

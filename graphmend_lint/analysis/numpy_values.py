@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import fastwalk
 from .bindings import dotted
 
 # numpy names that are constants or types while tracing, not traced values
@@ -110,5 +111,5 @@ def returns(func: cst.FunctionDef) -> list[cst.BaseExpression]:
             if node.value is not None:
                 found.append(node.value)
 
-    func.visit(V())
+    fastwalk.visit(func, V())
     return found

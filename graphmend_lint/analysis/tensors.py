@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .. import fastwalk  # read-only walk without libcst's node rebuilding
-
 from . import context
 from . import tables as T
 from .bindings import Bindings, dotted
@@ -554,7 +553,7 @@ def number_attrs(cls: cst.ClassDef) -> frozenset[str]:
                 if name and name.startswith("self."):
                     stores.append((name[5:], node.value, self.depth == 0))
 
-        stmt.visit(V())
+        fastwalk.visit(stmt, V())
         for attr, value, top in stores:
             ok = top and stmt.name.value == "__init__" and value is not None
             if ok:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import fastwalk
 from ..analysis.bindings import dotted
 from . import trap
 from .fix import Refused
@@ -50,7 +51,7 @@ def has_conversion(tz: trap.Tensorize, test: cst.BaseExpression) -> bool:
             if conversion(tz, n) is not None:
                 found.append(n)
 
-    test.visit(V())
+    fastwalk.visit(test, V())
     return bool(found)
 
 

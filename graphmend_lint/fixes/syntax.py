@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import fastwalk
+
 
 def code(node: cst.CSTNode) -> str:
     """The source text of `node` (default formatting of an empty module)."""
@@ -34,14 +36,14 @@ def names_in(node: cst.CSTNode) -> set[str]:
             found.add(n.value)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            fastwalk.visit(n.value, self)
             return False
 
         def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)  # skip keyword names
+            fastwalk.visit(n.value, self)  # skip keyword names
             return False
 
-    node.visit(V())
+    fastwalk.visit(node, V())
     return found
 
 

@@ -19,6 +19,7 @@ import json
 
 import libcst as cst
 
+from .. import fastwalk
 from ..analysis import tables as T
 from ..analysis.bindings import dotted
 from .fix import Refused
@@ -335,7 +336,7 @@ class Tensorize:
                         count[0] += sum(isinstance(e.value, cst.Name) and e.value.value == name
                                         for e in t.target.elements)
 
-        self.facts.func.body.visit(V())
+        fastwalk.visit(self.facts.func.body, V())
         return count[0]
 
     def zero_dim(self, node: cst.BaseExpression) -> bool:
@@ -368,7 +369,7 @@ class Tensorize:
             def visit_Call(self, c: cst.Call) -> None:
                 calls.append(c)
 
-        node.visit(V())
+        fastwalk.visit(node, V())
         for c in calls:
             f = c.func
             short = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""

@@ -18,14 +18,18 @@ from typing import ClassVar
 import libcst as cst
 from fixit import LintRule
 from fixit.ftypes import LintIgnoreRegex
-from libcst.metadata import BatchableMetadataProvider, ParentNodeProvider, PositionProvider
+from libcst.metadata import (
+    BatchableMetadataProvider,
+    ParentNodeProvider,
+    PositionProvider,
+)
 
-from .. import analysis
-from . import provider
+from .. import analysis, fastwalk
 from .. import settings as settings_mod
 from ..analysis import context, conventions
 from ..analysis.filecontext import FileContext
 from ..fixes import Elsewhere, Fix, NoFix, Safety, defer, guard, where
+from . import provider
 from .former_names import fixit_aliases
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -354,5 +358,5 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
         def visit_Call(self, call: cst.Call) -> None:
             found.append(call)
 
-    node.visit(_Collect())
+    fastwalk.visit(node, _Collect())
     return found

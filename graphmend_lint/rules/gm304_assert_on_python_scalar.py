@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
+from .. import fastwalk
 from ..analysis import context
 from ..fixes import Fix, Refused, build, scalar_assert, trap
 from ..fixes.safety import Safety
@@ -143,7 +144,7 @@ class AssertOnPythonScalarRule(base.GraphMendRule):
                 if c is not None:
                     convs.append(n)
 
-        node.test.visit(V())
+        fastwalk.visit(node.test, V())
         if not convs:
             return
         head = self.MESSAGE.format(conv=code(convs[0]) if len(code(convs[0])) < 40 else code(convs[0].func) + "(...)")

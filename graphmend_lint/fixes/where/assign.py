@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ... import fastwalk
 from ..build import line
 from ..fix import Refused
 from ..syntax import body_statements, code, flatten, names_in, strip_parens
@@ -85,7 +86,7 @@ class _Plan:
         self._read_arms()
         self._rename_tail()
         self.after = After(self.rule, later_than(self.rule, self.node, self.prover.func), self.prover.func)
-        self.prover.func.visit(self.after)
+        fastwalk.visit(self.prover.func, self.after)
         self.assigned = [[(s.targets[0].target.value, s.value) for s in stmts if isinstance(s, cst.Assign)]
                          for stmts in self.bodies]
         self.results = self._results()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ... import fastwalk
 from ...analysis import context
 from ..syntax import body_statements, code
 from .after import After
@@ -86,7 +87,7 @@ def _declared(func: cst.FunctionDef) -> set[str]:
         def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
             found.update(item.name.value for item in n.names)
 
-    func.visit(V())
+    fastwalk.visit(func, V())
     return found
 
 

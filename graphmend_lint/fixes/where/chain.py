@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ... import fastwalk
 from ...analysis import tables as T
 from ..syntax import code
 from .values import Values, any_tensor_dims
@@ -89,5 +90,5 @@ class Chains(Values):
                         isinstance(n.right, cst.Integer) and int(n.right.value) >= 1):
                     found.append(f"`** {code(n.right)}`")
 
-        node.visit(V())
+        fastwalk.visit(node, V())
         return found

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from ... import fastwalk
 from ...analysis import context
 from ...analysis import tables as T
 from ...analysis.bindings import dotted
@@ -93,18 +94,18 @@ def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
         def visit_Call(self, n: cst.Call) -> bool:
             if prover.b.qualify(n.func) in T.CONSTRUCTORS:
                 for a in n.args[1:]:
-                    a.value.visit(self)
+                    fastwalk.visit(a.value, self)
                 return False
             if isinstance(n.func, cst.Name) and n.func.value in T.PURE_BUILTINS:  # `float("-inf")`
                 for a in n.args:
-                    a.value.visit(self)
+                    fastwalk.visit(a.value, self)
                 return False
             op, _, rest = prover.op_name(n)
             if op == "masked_fill" and rest:  # its mask is a bool tensor: never differentiable
-                n.func.visit(self)
+                fastwalk.visit(n.func, self)
                 for a in n.args:
                     if a is not rest[0]:
-                        a.value.visit(self)
+                        fastwalk.visit(a.value, self)
                 return False
             return True
 
@@ -115,11 +116,11 @@ def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
             if name is not None and name.startswith("self."):
                 found[name] = found.get(name, 0) + 1
             else:
-                n.value.visit(self)
+                fastwalk.visit(n.value, self)
             return False
 
         def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)  # not the keyword
+            fastwalk.visit(n.value, self)  # not the keyword
             return False
 
         def visit_SubscriptElement(self, n: cst.SubscriptElement) -> bool:
@@ -129,7 +130,7 @@ def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
             if n.value not in ("self", "True", "False", "None") and prover.b.qualify(n) is None:
                 found[n.value] = found.get(n.value, 0) + 1
 
-    e.visit(V())
+    fastwalk.visit(e, V())
     return found
 
 

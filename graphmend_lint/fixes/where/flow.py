@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ... import fastwalk
 from ...analysis import context
 from ..syntax import flatten, names_in
 
@@ -141,5 +142,5 @@ def _rebinds(stmt: cst.CSTNode, name: str) -> bool:
             if name in names_in(n.target):
                 found.append(n)
 
-    stmt.visit(V())
+    fastwalk.visit(stmt, V())
     return bool(found)

@@ -27,6 +27,7 @@ import enum
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from ... import fastwalk
 from ...analysis import context
 from ..fix import Elsewhere, Fix, NoFix
 from ..syntax import code, flatten
@@ -137,7 +138,7 @@ def _only_tested(rule, func: cst.FunctionDef, name: str, binding: cst.CSTNode) -
             else:
                 ok = False
 
-    func.visit(V())
+    fastwalk.visit(func, V())
     return tests if ok else None
 
 

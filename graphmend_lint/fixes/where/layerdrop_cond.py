@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ... import fastwalk
 from ..fix import Fix
 from ..safety import Safety
 from ..syntax import code, flatten, names_in
@@ -194,7 +195,7 @@ def _count(node: cst.CSTNode, names: set[str]) -> int:
             nonlocal n
             n += name.value in names
 
-    node.visit(V())
+    fastwalk.visit(node, V())
     return n
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ... import fastwalk
 from ...analysis import context
 from ..syntax import code, flatten
 
@@ -115,7 +116,7 @@ def _attributes(target: cst.CSTNode) -> set[str]:
         def visit_Attribute(self, n: cst.Attribute) -> None:
             found.add(code(n))
 
-    target.visit(V())
+    fastwalk.visit(target, V())
     return found
 
 
@@ -146,7 +147,7 @@ def constant_above_zero(rule, node: cst.CSTNode, prob: str) -> str | None:
     if init is None or not any(code(t) == prob for small in _top_level(init) for t in _targets(small)):
         return None  # no unconditional store in `__init__`: the value may come from elsewhere
     stores = _Stores(cls, prob)
-    cls.visit(stores)
+    fastwalk.visit(cls, stores)
     if stores.unknown or not stores.values:
         return None
     for value in stores.values:
@@ -168,7 +169,7 @@ def parameter_default(rule, node: cst.CSTNode, prob: str) -> str | None:
     defaults = {p.name.value: p.default for p in [*init.params.posonly_params, *init.params.params,
                                                   *init.params.kwonly_params] if p.default is not None}
     stores = _Stores(cls, prob)
-    init.visit(stores)
+    fastwalk.visit(init, stores)
     names = {v.value for v in stores.values if isinstance(v, cst.Name)}
     if len(stores.values) != 1 or len(names) != 1 or next(iter(names)) not in defaults:
         return None

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ... import fastwalk
 from ...analysis import tables as T
 from ...analysis.bindings import dotted
 from ..build import line, sole_line
@@ -153,7 +154,7 @@ class Site:
             def visit_Await(self, n: cst.Await) -> None:
                 found["await"] = 1
 
-        self.small.visit(V())
+        fastwalk.visit(self.small, V())
         if found["ifexp"] > 1:
             raise Refused("the statement holds another conditional expression")
         for k, text in (("walrus", "a walrus (`:=`)"), ("yield", "`yield`"), ("await", "`await`")):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ... import fastwalk
 from ..build import line, sole_line
 from ..fix import Fix, NoFix
 from ..safety import Safety
@@ -81,7 +82,7 @@ def _rebind_proofs(rule, node: cst.IfExp, func: cst.FunctionDef) -> list[Gap]:
     while up is not None and not isinstance(up, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
         up = rule.parent(up)
     after = After(rule, later_than(rule, up if up is not None else node, func), func)
-    func.visit(after)
+    fastwalk.visit(func, after)
     sources = {a for a in (alias_of(node.body), alias_of(node.orelse)) if a}
     missing = []
     parent = rule.parent(node)

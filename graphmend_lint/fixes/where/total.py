@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ... import fastwalk
 from ...analysis import tables as T
 from ...analysis.bindings import dotted
 from ..syntax import code, strip_parens
@@ -117,7 +118,7 @@ class Totality(Checks):
         `value`: `node` is a branch value that the caller rewrites with `index_guarded` (the tensor
         indices of its untaken branch become 0), so indexing it needs only the checks of `index_guard`."""
         walk = _Walk(self, value)
-        node.visit(walk)
+        fastwalk.visit(node, walk)
         return walk.v
 
     def evaluated_first(self) -> set[str]:
@@ -133,7 +134,7 @@ class Totality(Checks):
             def visit_Call(self, n: cst.Call) -> None:
                 found.add(code(n))
 
-        test.visit(V())
+        fastwalk.visit(test, V())
         return found
 
     def call_problem(self, call: cst.Call) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ... import fastwalk
 from ...analysis import context
 from ...analysis import tables as T
 from ...analysis.bindings import dotted
@@ -30,7 +31,7 @@ def breaks_on(ff, test: cst.BaseExpression) -> bool:
                     if ff.value(n).kind == "data":
                         found.append(n)
 
-            atom.visit(V())
+            fastwalk.visit(atom, V())
             if found:
                 return True
     return False
