@@ -15,11 +15,13 @@ latency), and the same 3 with an empty cache. `--code DIR`: the graphmend_lint p
 `--output-format text` times the pre-commit hook's output (no fix edits); json (the default)
 includes each fix's edits.
 
-Our CLI lints the whole tree (default: the installed `transformers` package) cold (empty cache),
-warm (unchanged files) and cold without the cache on the Fixit sample; Fixit lints a fixed, seeded
-sample of files. Both run from an empty folder on a frozen copy of graphmend_lint (so edits made
-meanwhile do not count), with default settings. The findings on the sample must be identical
-(path, line, 0-based column, rule, message): the script exits 1 otherwise. Wall, CPU (user+sys of
+Both tools lint a copy of the whole tree (default: the installed `transformers` package). Our CLI
+lints it all cold (empty cache) and warm (unchanged files), then a fixed, seeded sample of its files
+in place without the cache; Fixit lints the same sample, its project index built from scratch. So
+both see every file's cross-file facts. Both run from an empty folder on a frozen copy of
+graphmend_lint (so edits made meanwhile do not count), with default settings. The findings on the
+sample must be identical in all three runs (path, line, 0-based column, rule, message): the script
+exits 1 otherwise. Wall, CPU (user+sys of
 the whole process tree), files/s and peak memory (sum of the tree's RSS, sampled) are printed and
 written to perf/results/lint_speed/results.json.
 """
@@ -263,13 +265,16 @@ def main() -> int:
     if args.tree_only:
         return tree_only(args)
 
-    tree = args.tree.resolve()
-    files = sorted(str(p) for p in tree.rglob("*.py") if p.is_file())
-    lines = sum(Path(f).read_bytes().count(b"\n") for f in files)
-    sample = sorted(random.Random(args.seed).sample(files, min(args.sample, len(files))))
-
+    src = args.tree.resolve()
     with tempfile.TemporaryDirectory(prefix="gm-lint-speed-") as tmp:
         tmp = Path(tmp)
+        # One copy of the whole tree (Fixit skips git-ignored paths, such as a venv's packages): both
+        # tools lint the sample in place, so each file's project index sees the whole project.
+        tree = tmp / "tree" / src.name
+        shutil.copytree(src, tree, ignore=shutil.ignore_patterns("__pycache__"))
+        files = sorted(str(p) for p in tree.rglob("*.py") if p.is_file())
+        lines = sum(Path(f).read_bytes().count(b"\n") for f in files)
+        sample = sorted(random.Random(args.seed).sample(files, min(args.sample, len(files))))
         snap = tmp / "code"
         shutil.copytree(ROOT / "graphmend_lint", snap / "graphmend_lint",
                         ignore=shutil.ignore_patterns("__pycache__"))
@@ -279,30 +284,25 @@ def main() -> int:
                "OMP_NUM_THREADS": "1"}
         ours = [sys.executable, "-m", "graphmend_lint", "check", "--output-format", "json", "--exit-zero",
                 "-q", "-j", str(args.jobs)]
-        print(f"tree {tree} ({len(files)} files, {lines} lines); Fixit sample {len(sample)} files, seed {args.seed}")
+        print(f"tree copy of {src} ({len(files)} files, {lines} lines); Fixit sample {len(sample)} files, "
+              f"seed {args.seed}")
         print(f"load average before: {os.getloadavg()}")
         runs = {}
         cold = timed([*ours, str(tree)], work, env)
         runs["ours_tree_cold"] = summary("graphmend-lint tree, cold", cold, len(files))
         warm = timed([*ours, str(tree)], work, env)
         runs["ours_tree_warm"] = summary("graphmend-lint tree, warm", warm, len(files))
-        # Fixit skips git-ignored paths (the venv), so both tools lint a copy of the sample.
-        copies = []
-        for f in sample:
-            target = tmp / "sample" / Path(f).relative_to(tree)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(f, target)
-            copies.append(str(target))
-        nocache = timed([*ours, "--no-cache", *copies], work, env)
+        nocache = timed([*ours, "--no-cache", *sample], work, env)
         runs["ours_sample_no_cache"] = summary("graphmend-lint sample, no cache", nocache, len(sample))
-        fixit = timed([sys.executable, "-m", "fixit", "--rules", "graphmend_lint", "lint", *copies], work, env)
+        fixit = timed([sys.executable, "-m", "fixit", "--rules", "graphmend_lint", "lint", *sample], work,
+                      {**env, "GRAPHMEND_CACHE_DIR": str(tmp / "cache-fixit")})  # its index from scratch too
         runs["fixit_sample"] = summary("fixit lint sample", fixit, len(sample))
         print(f"load average after: {os.getloadavg()}")
 
         tree_rows = ours_rows(cold["stdout"])
         same_warm = tree_rows == ours_rows(warm["stdout"])
-        in_sample = dict(zip(sample, copies))
-        ours_on_sample = {(in_sample[r[0]], *r[1:]) for r in tree_rows if r[0] in in_sample}
+        in_sample = {str(Path(f).resolve()) for f in sample}
+        ours_on_sample = {r for r in tree_rows if r[0] in in_sample}
         theirs = fixit_rows(fixit["stdout"])
         fixit_errors = [line for line in (fixit["stdout"] + fixit["stderr"]).splitlines()
                         if "EXCEPTION" in line or "Traceback" in line or "Failed to load" in line]
@@ -323,7 +323,7 @@ def main() -> int:
         from importlib import metadata
 
         result = {
-            "tree": str(tree), "tree_files": len(files), "tree_lines": lines,
+            "tree": str(src), "tree_files": len(files), "tree_lines": lines,
             "transformers": metadata.version("transformers"), "libcst": metadata.version("libcst"),
             "fixit": metadata.version("fixit"), "python": platform.python_version(),
             "cpus": os.cpu_count(), "jobs": args.jobs, "seed": args.seed, "sample_files": len(sample),
