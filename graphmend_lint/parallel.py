@@ -14,8 +14,9 @@ index of the file's whole PROJECT (analysis/root.py), never from the run's list 
      (what the runner would find, without parsing it again); the rest come from the cache (key:
      content + facts) or are checked with their facts, in the workers.
 So a cold run lints each file once, with its facts, and a run on one file (pre-commit, stdin, the
-language server, Fixit through rules/provider.py) sees what a run on the whole tree sees. Workers are forked after the rules and settings are loaded; they take the files
-largest first, a few at a time, and send back findings without libcst nodes.
+language server, Fixit through rules/provider.py) sees what a run on the whole tree sees. Workers
+are forked after the rules and settings are loaded; they take the files largest first, a few at a
+time, and send back findings without libcst nodes.
 """
 from __future__ import annotations
 
@@ -358,7 +359,7 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
     rest = []
     for i, p in enumerate(paths):
         ext = facts.get(p, EMPTY)
-        if p in quiet and not (ext.compiled or ext.wrapped):  # no compiled code: what the runner would say
+        if p in quiet and not prefilter.index_adds_compiled(ext):  # no compiled code: what the runner would say
             out = outcomes[i] = runner.FileOutcome(p)
             if cache is not None and _read(p) == data[p]:
                 cache.put(cache.key(data[p], ext.key()), out.findings)

@@ -94,11 +94,16 @@ def _has_forward_method(node: ast.AST, in_class: bool = False) -> bool:
     return False
 
 
+def index_adds_compiled(ext) -> bool:
+    """The project index's facts make some of the file's code compiled: defs called compiled from
+    other files, or decorators whose wrappers run compiled."""
+    return ext is not None and bool(ext.compiled or ext.wrapped)
+
+
 def may_have_findings(source: bytes, compiled_scope: str, tree: ast.AST | None = None, ext=None) -> bool:
     """False only when no rule can report anything in `source` (it has no compiled code).
-    `ext`: the project index's facts; a file with defs called compiled from other files (or decorators
-    whose wrappers run compiled) is kept."""
-    if compiled_scope != "reachable" or (ext is not None and (ext.compiled or ext.wrapped)):
+    `ext`: the project index's facts; a file to which they add compiled code is kept."""
+    if compiled_scope != "reachable" or index_adds_compiled(ext):
         return True
     if b"torch" in source and any(n in source for n in _needles()):
         try:

@@ -21,9 +21,8 @@ in place without the cache; Fixit lints the same sample, its project index built
 both see every file's cross-file facts. Both run from an empty folder on a frozen copy of
 graphmend_lint (so edits made meanwhile do not count), with default settings. The findings on the
 sample must be identical in all three runs (path, line, 0-based column, rule, message): the script
-exits 1 otherwise. Wall, CPU (user+sys of
-the whole process tree), files/s and peak memory (sum of the tree's RSS, sampled) are printed and
-written to perf/results/lint_speed/results.json.
+exits 1 otherwise. Wall, CPU (user+sys of the whole process tree), files/s and peak memory (sum of
+the tree's RSS, sampled) are printed and written to perf/results/lint_speed/results.json.
 """
 from __future__ import annotations
 

@@ -18,18 +18,14 @@ from typing import ClassVar
 import libcst as cst
 from fixit import LintRule
 from fixit.ftypes import LintIgnoreRegex
-from libcst.metadata import (
-    BatchableMetadataProvider,
-    ParentNodeProvider,
-    PositionProvider,
-)
+from libcst.metadata import BatchableMetadataProvider, ParentNodeProvider, PositionProvider
 
 from .. import analysis, fastwalk
+from . import provider
 from .. import settings as settings_mod
 from ..analysis import context, conventions
 from ..analysis.filecontext import FileContext
 from ..fixes import Elsewhere, Fix, NoFix, Safety, defer, guard, where
-from . import provider
 from .former_names import fixit_aliases
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
