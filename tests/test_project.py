@@ -368,6 +368,21 @@ def test_summaries_never_import(tmp_path):
     assert project.parse_summary(b"def (:\n") is None
 
 
+def test_summary_reads_imports_in_every_block_in_source_order():
+    """Imports anywhere in statement blocks count (try/except/else/finally, if, with, loops, match
+    cases, defs, classes), a block's body, else, finally, then its handlers; for one name the last
+    `import x as y` wins and the first plain `import x` is kept; called names come from the def's
+    text, not its docstring or comments."""
+    src = (b"try:\n    import a.b as n\nexcept ImportError:\n    from .c import n\nelse:\n    import d\n"
+           b"finally:\n    import e as n\nif X:\n    with w:\n        for i in r:\n            import f\n"
+           b"match v:\n    case 1:\n        import g\nclass K:\n    def m(self):\n        \"helper(1)\"\n"
+           b"        import h.i as j\n        return other.call (2) + super().forward(x)  # gone(3)\n"
+           b"import d.sub\n")
+    s = project.parse_summary(src)
+    assert s["imports"] == {"n": ".c.n", "d": "d", "f": "f", "g": "g", "j": "h.i"}
+    assert s["defs"]["K.m"]["calls"] == ["other.call", "super().forward"]
+
+
 def test_stdin_and_editor_see_cross_file_bases(tmp_path, monkeypatch, capsys):
     """`--stdin-filename` (and the language server) lint the buffer with the bases on disk."""
     import io

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 
 VERSION = 3
 
@@ -38,7 +39,11 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
-_CALL = re.compile(r"(?<![\w.])((?:super\(\)\.)?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
+# possessive where the re module has it (3.11): the same matches (no name part ends in `.`, `(` or a
+# space), without backtracking through every name that is not called
+_CALL = re.compile(r"(?<![\w.])((?:super\(\)\.)?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\("
+                   if sys.version_info < (3, 11) else
+                   r"(?<![\w.])((?:super\(\)\.)?[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+)\s*+\(")
 _COMMENT = re.compile(r"#[^\n]*")
 _GUARD_WORDS = ("compiling", "scripting", "tracing")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -81,14 +86,23 @@ def _spec(v: ast.AST | None, func: ast.AST, depth: int) -> str:
     return "?"
 
 
-def _stmts(block: list):
-    """Statements of a block and, recursively, of its inner blocks (defs and classes included)."""
+_IMPORTS = (ast.Import, ast.ImportFrom)
+_BLOCKS_OF = {t: f for t in vars(ast).values() if isinstance(t, type) and issubclass(t, ast.AST)
+              if (f := tuple(x for x in _BLOCKS if x in t._fields))}  # node type -> its block fields
+
+
+def _imports(block: list, out: list) -> list:
+    """The imports of a block and, recursively, of its inner blocks (defs and classes included),
+    in source order."""
     for s in block:
-        yield s
-        for f in _BLOCKS:
-            inner = getattr(s, f, None)
+        if isinstance(s, _IMPORTS):
+            out.append(s)
+            continue
+        for f in _BLOCKS_OF.get(type(s), ()):
+            inner = getattr(s, f)
             if inner:
-                yield from _stmts(inner)
+                _imports(inner, out)
+    return out
 
 
 class _Summary:
@@ -139,7 +153,7 @@ class _Summary:
             self.defs[name]["wraps"] = 1
 
     def run(self, tree: ast.Module) -> None:
-        for s in _stmts(tree.body):
+        for s in _imports(tree.body, []):
             self.import_(s)
         for s in tree.body:
             self.top(s)
