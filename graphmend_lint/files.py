@@ -13,11 +13,34 @@ DEFAULT_EXCLUDE = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_
                    ".graphmend_cache"}
 
 
-def _excluded(path: Path, root: Path | None, patterns: tuple[str, ...]) -> bool:
+class _RealPaths:
+    """os.path.realpath, with each folder resolved once (a walk asks for thousands of files)."""
+
+    def __init__(self) -> None:
+        self._dirs: dict[str, str] = {}
+
+    def folder(self, d: str) -> str:
+        got = self._dirs.get(d)
+        if got is None:
+            got = self._dirs[d] = os.path.realpath(d or ".")
+        return got
+
+    def __call__(self, path: Path) -> str:
+        parent, name = os.path.split(str(path))
+        if not name or name in (".", "..") or os.path.islink(path):
+            return os.path.realpath(path)
+        return os.path.join(self.folder(parent), name)  # the folder's real path, then a plain name
+
+
+def _excluded(path: Path, root: Path | None, patterns: tuple[str, ...], real=None) -> bool:
     if not patterns:
         return False
     try:
-        rel = path.resolve().relative_to(root.resolve()) if root else path
+        if root:
+            real = real or _RealPaths()
+            rel = Path(real(path)).relative_to(real.folder(str(root)))
+        else:
+            rel = path
     except ValueError:
         rel = path
     text = rel.as_posix()
@@ -35,6 +58,7 @@ class GitIgnore:
     def __init__(self) -> None:
         self._specs: dict[Path, object | None] = {}
         self._roots: dict[Path, Path | None] = {}
+        self._chains: dict[Path, list[tuple[Path, object]]] = {}
 
     def _root(self, d: Path) -> Path | None:
         if d not in self._roots:
@@ -55,28 +79,36 @@ class GitIgnore:
             self._specs[d] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
         return self._specs[d]
 
+    def _chain(self, d: Path) -> list[tuple[Path, object]]:
+        """The (folder, spec) pairs that apply in folder `d` (absolute), outermost first."""
+        chain = self._chains.get(d)
+        if chain is None:
+            root = self._root(d)
+            if root is None:
+                chain = []
+            else:
+                up = [] if d == root or d.parent == d else self._chain(d.parent)
+                spec = self._spec(d, root)
+                chain = up + [(d, spec)] if spec is not None else up
+            self._chains[d] = chain
+        return chain
+
     def ignored(self, path: Path, is_dir: bool) -> bool:
         path = Path(os.path.abspath(path))
-        root = self._root(path.parent)
-        if root is None:
+        chain = self._chain(path.parent)
+        if not chain:
             return False
         verdict = None
-        d = path.parent
-        folders = []
-        while True:
-            folders.append(d)
-            if d == root or d.parent == d:
-                break
-            d = d.parent
-        for folder in reversed(folders):  # outermost first: deeper files override
-            spec = self._spec(folder, root)
-            if spec is None:
-                continue
+        for folder, spec in chain:  # outermost first: deeper files override
             rel = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
             result = spec.check_file(rel).include
             if result is not None:
                 verdict = result
         return bool(verdict)
+
+    def active(self, folder: Path) -> bool:
+        """Whether a `.gitignore` may ignore anything in `folder` (the walk asks once a folder)."""
+        return bool(self._chain(Path(os.path.abspath(folder))))
 
 
 def discover(paths: list[Path], settings_for, force_exclude: bool = False) -> Iterator[Path]:
@@ -87,20 +119,25 @@ def discover(paths: list[Path], settings_for, force_exclude: bool = False) -> It
     `force_exclude` (as in ruff: pre-commit passes excluded files by name)."""
     seen: set[Path] = set()
     gitignore = GitIgnore()
+    real = _RealPaths()
 
-    def skip(path: Path, is_dir: bool, s) -> bool:
-        return _excluded(path, s.root, s.excludes) or (s.respect_gitignore and gitignore.ignored(path, is_dir))
+    def skip(path: Path, is_dir: bool, s, git: bool = True) -> bool:
+        return (_excluded(path, s.root, s.excludes, real)
+                or (git and s.respect_gitignore and gitignore.ignored(path, is_dir)))
 
     for p in paths:
         if p.is_dir():
             for dirpath, dirnames, filenames in os.walk(p, followlinks=False):
                 d = Path(dirpath)
                 s = settings_for(d)
+                git = s.respect_gitignore and gitignore.active(d)  # outside a git work tree: no per-file test
                 dirnames[:] = sorted(n for n in dirnames if n not in DEFAULT_EXCLUDE and not n.endswith(".egg-info")
-                                     and not skip(d / n, True, s))
+                                     and not skip(d / n, True, s, git))
                 for name in sorted(filenames):
+                    if not name.endswith(".py"):
+                        continue
                     f = d / name
-                    if name.endswith(".py") and f not in seen and not skip(f, False, s):
+                    if f not in seen and not skip(f, False, s, git):
                         seen.add(f)
                         yield f
         elif p not in seen and not (force_exclude and skip(p, False, settings_for(p.parent))):

@@ -317,9 +317,13 @@ def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jo
                data: dict[Path, bytes], quiet: set[Path] | None) -> dict[Path, FileFacts]:
     """Each readable file's facts, from the index of its project (analysis/root.py)."""
     groups: dict[root_mod.Project, list[Path]] = {}
+    by_folder: dict[Path, root_mod.Project] = {}  # a file's project depends on its folder only
     for p in paths:
         if p in data:
-            groups.setdefault(root_mod.find_project(p, s), []).append(p)
+            proj = by_folder.get(p.parent)
+            if proj is None:
+                proj = by_folder[p.parent] = root_mod.find_project(p, s)
+            groups.setdefault(proj, []).append(p)
     facts: dict[Path, FileFacts] = {}
     for proj, members in groups.items():
         facts.update(_facts_in(proj, members, s, cache, jobs, data, quiet))

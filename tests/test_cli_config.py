@@ -313,3 +313,60 @@ def test_settings_of_a_linked_file_come_from_its_real_folder(tmp_path):
     assert d.for_path(other / "link.py").select == ("GM2",)
     assert d.for_path(other / "plain.py").select != ("GM2",)
     assert d.for_path(proj).select == ("GM2",) and d.for_path(other).select != ("GM2",)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not available")
+def test_gitignore_agrees_with_git(tmp_path):
+    """Nested .gitignore files (a deeper `!` re-includes), .git/info/exclude, folders without a
+    .gitignore below ones with it: files.GitIgnore says what `git check-ignore` says, path by path."""
+    from graphmend_lint.files import GitIgnore
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / ".git" / "info" / "exclude").write_text("secret_*.py\n")
+    (tmp_path / ".gitignore").write_text("*.gen.py\nout/\nsub/deep/skip.py\n")
+    (tmp_path / "sub" / "deep" / "deeper").mkdir(parents=True)
+    (tmp_path / "sub" / ".gitignore").write_text("!keep.gen.py\nlocal.py\n")
+    (tmp_path / "out").mkdir()
+    names = ["a.py", "a.gen.py", "secret_x.py", "out", "out/m.py", "sub/keep.gen.py", "sub/other.gen.py",
+             "sub/local.py", "sub/deep/local.py", "sub/deep/skip.py", "sub/deep/deeper/keep.gen.py",
+             "sub/deep/deeper/x.gen.py", "sub/deep/deeper/ok.py"]
+    for n in names:
+        if "." in n:
+            (tmp_path / n).write_text("")
+    git = subprocess.run(["git", "check-ignore", *names], cwd=tmp_path, capture_output=True, text=True)
+    expected = set(git.stdout.split())
+    ours = GitIgnore()
+    got = {n for n in names if ours.ignored(tmp_path / n, (tmp_path / n).is_dir())}
+    assert got == expected and {"a.gen.py", "sub/keep.gen.py"} & got == {"a.gen.py"}
+    assert ours.active(tmp_path / "sub" / "deep") and not GitIgnore().active(tmp_path.parent)
+
+
+def test_exclude_resolves_paths_as_pathlib(tmp_path):
+    """`exclude` matches the real path relative to the config's folder: the walk's folder-by-folder
+    resolution gives what Path.resolve() gives, for links to files and folders inside and outside."""
+    import fnmatch
+
+    from graphmend_lint.files import _excluded, _RealPaths
+
+    root = tmp_path / "proj"
+    (root / "gen").mkdir(parents=True)
+    (root / "src").mkdir()
+    (root / "gen" / "a.py").write_text("")
+    (root / "src" / "b.py").write_text("")
+    (tmp_path / "outside.py").write_text("")
+    (root / "src" / "to_gen.py").symlink_to(root / "gen" / "a.py")
+    (root / "src" / "out.py").symlink_to(tmp_path / "outside.py")
+    (root / "linked").symlink_to(root / "gen", target_is_directory=True)
+    paths = [root / "gen" / "a.py", root / "src" / "b.py", root / "src" / "to_gen.py", root / "src" / "out.py",
+             root / "linked" / "a.py", root / "src" / ".." / "gen" / "a.py", root / "src" / "."]
+    real = _RealPaths()
+    for pattern in ("gen", "src/*.py", "outside.py", "linked"):
+        for p in paths:
+            try:  # what _excluded did before the walk resolved folder by folder
+                text = p.resolve().relative_to(root.resolve()).as_posix()
+            except ValueError:
+                text = p.as_posix()
+            expected = any(fnmatch.fnmatch(text, pat) or fnmatch.fnmatch(text, pat + "/*")
+                           or fnmatch.fnmatch(p.name, pat) for pat in (pattern,))
+            assert _excluded(p, root, (pattern,), real) == expected, (pattern, p)
+    assert _excluded(root / "linked" / "a.py", root, ("gen",), real)  # the link's target is under gen/

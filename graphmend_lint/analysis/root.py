@@ -100,14 +100,17 @@ def project_files(p: Project) -> list[Path]:
             continue
         for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
             d = Path(dirpath)
+            git = ignore is not None and ignore.active(d)  # outside a git work tree: no per-file test
             if p.recursive:
                 dirnames[:] = sorted(n for n in dirnames if not _skip_dir(n, d)
-                                     and not (ignore is not None and ignore.ignored(d / n, True)))
+                                     and not (git and ignore.ignored(d / n, True)))
             else:
                 dirnames[:] = []
             for name in sorted(filenames):
+                if not name.endswith(".py"):
+                    continue
                 f = d / name
-                if name.endswith(".py") and f not in seen and not (ignore is not None and ignore.ignored(f, False)):
+                if f not in seen and not (git and ignore.ignored(f, False)):
                     seen.add(f)
                     out.append(f)
     return out
