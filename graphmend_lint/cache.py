@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import settings as settings_mod
+from .findings import Finding, Safety
 
 DIR_NAME = ".graphmend_cache"
 _PACKAGE = Path(__file__).resolve().parent
@@ -125,10 +126,8 @@ class Cache:
             data = json.loads(self._path(key).read_bytes())
         except (OSError, ValueError):
             return None
-        from .rules import base  # only when an entry exists: keeps the lookup cheap
-
         try:
-            return [_decode(d, base.Finding, base.Safety) for d in data]
+            return [_decode(d, Finding, Safety) for d in data]
         except (TypeError, ValueError, KeyError):
             return None
 

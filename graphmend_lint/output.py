@@ -14,9 +14,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from . import docs
-from . import rules as rules_pkg
+from .findings import Safety
 
-Safety = rules_pkg.base.Safety
 GB_ID = re.compile(r"\bGB\d{4}\b")
 
 
@@ -29,7 +28,9 @@ def _fix_state(f, unsafe: bool) -> str | None:
 
 
 def _names() -> dict[str, str]:
-    return {r.CODE: r.NAME for r in rules_pkg.ALL_RULES}
+    from .rules import ALL_RULES
+
+    return {r.CODE: r.NAME for r in ALL_RULES}
 
 
 def text(rows: list, unsafe: bool, errors=(), sources=None) -> str:
@@ -185,8 +186,8 @@ def _artifact(path) -> dict:
 def sarif(rows: list, unsafe: bool, errors=(), sources=None) -> str:
     """SARIF 2.1.0 (checked against the OASIS schema in tests/data/)."""
     from . import __version__
+    from .rules import ALL_RULES as rules
 
-    rules = rules_pkg.ALL_RULES
     index = {r.CODE: i for i, r in enumerate(rules)}
     descriptors = [{
         "id": r.CODE,

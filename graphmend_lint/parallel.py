@@ -15,8 +15,9 @@ index of the file's whole PROJECT (analysis/root.py), never from the run's list 
      content + facts) or are checked with their facts, in the workers.
 So a cold run lints each file once, with its facts, and a run on one file (pre-commit, stdin, the
 language server, Fixit through rules/provider.py) sees what a run on the whole tree sees. Workers
-are forked after the rules and settings are loaded; they take the files largest first, a few at a
-time, and send back findings without libcst nodes.
+are forked after the rules and settings are loaded (a run whose files all come from the cache
+loads neither the rules nor libcst); they take the files largest first, a few at a time, and send
+back findings without libcst nodes.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import engine, files, prefilter, runner
+from . import files, prefilter, runner
 from . import cache as cache_mod
 from .analysis import project
 from .analysis import root as root_mod
@@ -373,6 +374,8 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
             outcomes[i] = hit
         else:
             rest.append(i)
+    if rest:
+        runner.load()  # libcst and the rules, once, before the workers are forked
     if len(rest) > 1:  # workers are forked next: they need none of the index (their GC would walk it)
         _indexes.clear()
         gc.collect()
@@ -395,7 +398,7 @@ def _cached(cache: cache_mod.Cache, path: Path, s: Settings, fixing: bool, data:
     findings = cache.get(cache.key(data, ext.key()))
     if findings is None:
         return None
-    if fixing and any(engine.applicable(f, s) for f in findings):
+    if fixing and any(runner.load().applicable(f, s) for f in findings):
         return None  # there is something to fix: run the fixer
     return runner.FileOutcome(path, findings)
 

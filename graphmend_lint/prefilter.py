@@ -3,7 +3,7 @@
 Every rule reports only inside compiled code (`GraphMendRule.compiled_function`), and in the
 default `compiled-scope = "reachable"` compiled code needs a root (analysis/scope.py):
   - a `forward` method of a class with a base (an nn.Module), or
-  - a function decorated with, or passed to, one of `scope.COMPILE_FUNCS` (qualified through
+  - a function decorated with, or passed to, one of `tables.COMPILE_FUNCS` (qualified through
     the file's torch imports, so the file contains "torch" and the name's last part, and names
     it through a torch import: `names_compile`).
 A file with neither cannot have compiled code, so no rule can fire there: it is not parsed by
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import ast
 
-from .analysis import scope
+from .analysis import tables
 
 def _needles() -> list[bytes]:
-    return sorted({q.rsplit(".", 1)[-1].encode() for q in scope.COMPILE_FUNCS})
+    return sorted({q.rsplit(".", 1)[-1].encode() for q in tables.COMPILE_FUNCS})
 
 
 _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
@@ -64,7 +64,7 @@ def names_compile(tree: ast.AST) -> bool:
     """The file names a compile function through its torch imports (`torch.compile`,
     `from torch import compile as c`, `import torch._dynamo as d; d.optimize`): a superset of the
     decorators and calls scope.py qualifies as roots. `re.compile` and the word in a string are not."""
-    last = {q.rsplit(".", 1)[-1] for q in scope.COMPILE_FUNCS}
+    last = {q.rsplit(".", 1)[-1] for q in tables.COMPILE_FUNCS}
     aliases, star = _import_aliases(tree)
     if any(t.split(".")[0] == "torch" and t.rsplit(".", 1)[-1] in last for t in aliases.values()):
         return True  # `from torch import compile as c`

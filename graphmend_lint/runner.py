@@ -3,6 +3,8 @@
 Bad input is refused before libcst sees it: libcst's native parser crashes the process on deeply
 nested expressions and is slow on huge files, so size and nesting are checked with Python's own
 parser first (which never runs the code). The analysis runs in a thread with a large stack.
+libcst and the rules (engine) load on the first file that is linted (`load`), so a run whose
+files all come from the cache imports neither.
 """
 from __future__ import annotations
 
@@ -14,12 +16,10 @@ import sys
 import threading
 import tokenize
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import libcst as cst
-
-from . import engine, files, prefilter, skeleton
+from . import files, prefilter
 from .settings import Settings
 
 # Larger files are refused: libcst needs minutes and gigabytes for them (1.4 MB: 80 s, 0.8 GB).
@@ -27,6 +27,13 @@ MAX_BYTES = int(os.environ.get("GRAPHMEND_MAX_FILE_BYTES", 1 << 20))
 MAX_DEPTH = 200  # deepest AST nesting analysed (Python itself stops at 200 nested brackets)
 STACK_BYTES = 256 << 20  # stack of the analysis thread
 RECURSION_LIMIT = 20_000  # enough for MAX_DEPTH in libcst's recursive visitors
+
+
+def load():
+    """The engine (libcst, the rules); parallel.py loads it before it forks the workers."""
+    from . import engine
+
+    return engine
 
 
 class BadInput(Exception):
@@ -51,6 +58,8 @@ def _one_line(text: str) -> str:
 def _describe(e: BaseException) -> str:
     if isinstance(e, (BadInput, files.ReadError)):
         return str(e)
+    import libcst as cst
+
     if isinstance(e, cst.ParserSyntaxError):
         return f"syntax error at {e.raw_line}:{e.raw_column + 1}: {e.message}"
     if isinstance(e, SyntaxError):
@@ -178,13 +187,17 @@ def _fix_error(source: bytes, path: Path, e: SyntaxError) -> str:
     return f"a fix produced code that does not compile ({e.msg}, line {e.lineno}); file left unchanged"
 
 
-def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None) -> engine.Result:
+def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None):
     """engine.check; lint-only runs parse the skeleton (skeleton.py), or the whole file if it fails.
 
     With `fix_edits` (JSON, the server) the fixes' edits are computed on the skeleton too, and
     the whole file is parsed again only when one of them is not shown to hold on the whole file
     (engine._Holds). The skeleton gives the same findings, fix availability included, and the
     same edits: tests/test_speed_skeleton.py."""
+    import libcst as cst
+
+    from . import engine, skeleton
+
     if not fix and s.skeleton:
         try:
             keep = {qn.rsplit(".", 1)[-1] for qn in ext.compiled | ext.wrapped} if ext is not None else set()
@@ -213,6 +226,9 @@ def check_source(path: Path, source: bytes, s: Settings, fix: bool = False, diff
                  write: bool = True, ext=None) -> FileOutcome:
     """Check `source` as the content of `path`; with `fix` (and `write`), write the fixed code there.
     With `write=False`, `fixed_source` holds the fixed code instead (stdin mode)."""
+    import libcst as cst
+
+    engine = load()
     out = FileOutcome(path)
     try:
         tree = validate(source)

@@ -13,9 +13,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "graphmend_lint"
 ROOT = "graphmend_lint"
 
 # Rooms, lowest first; a module may import its own room and the rooms below it only.
-# The base modules (tree walks, positions, settings, file discovery) are used by every room and
-# import none of the rooms.
-BASE = {"graphmend_lint.settings", "graphmend_lint.fastwalk", "graphmend_lint.positions", "graphmend_lint.files"}
+# The base modules (tree walks, positions, settings, file discovery, the finding) are used by every
+# room and import none of the rooms.
+BASE = {"graphmend_lint.settings", "graphmend_lint.fastwalk", "graphmend_lint.positions", "graphmend_lint.files",
+        "graphmend_lint.findings"}
 ROOMS = ["base", "analysis", "fixes", "rules", "cli"]
 
 # Imports made inside a function, at run time, that the checks below leave out, and why.

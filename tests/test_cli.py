@@ -205,3 +205,29 @@ def test_closed_output_pipe_is_not_a_crash(project):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 1
     assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+def test_a_run_from_the_cache_loads_neither_libcst_nor_the_rules(tmp_path, fmt):
+    """Warm runs (pre-commit, the PR gate) print the cached findings without importing libcst,
+    Fixit or the rules; the output is the cold run's, byte for byte (SARIF lists the rules: it loads
+    them)."""
+    (tmp_path / "m.py").write_text(PRINT_MODULE)
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    probe = ("import sys\nfrom graphmend_lint.cli import main\ncode = main(['check', '--output-format', "
+             f"'{fmt}', '.'])\nprint(code, sorted(m for m in ('libcst', 'fixit', 'graphmend_lint.rules') "
+             "if m in sys.modules), file=sys.stderr)\n")
+    env = {**os.environ, "GRAPHMEND_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(Path(__file__).parents[1])}
+    cold, warm = (subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+                  for _ in range(2))
+    assert "GM201" in cold.stdout and warm.stdout == cold.stdout
+    assert cold.stderr.strip() == "1 ['fixit', 'graphmend_lint.rules', 'libcst']", cold.stderr
+    expected = "['fixit', 'graphmend_lint.rules', 'libcst']" if fmt == "sarif" else "[]"
+    assert warm.stderr.strip() == f"1 {expected}", warm.stderr
+
+
+def test_rule_codes_read_off_module_names_are_the_rules_codes():
+    from graphmend_lint import cli
+    from graphmend_lint.rules import ALL_RULES
+
+    assert cli._rule_codes() == tuple(sorted(r.CODE for r in ALL_RULES)) and len(ALL_RULES) > 20

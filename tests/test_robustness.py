@@ -296,7 +296,7 @@ def test_fix_that_does_not_compile_is_never_written(tmp_path, capsys, monkeypatc
         result.source = result.source.replace(b"return x", b"return x +")
         return result
 
-    monkeypatch.setattr(runner.engine, "check", corrupting_check)
+    monkeypatch.setattr(runner.load(), "check", corrupting_check)
     for flags in (["--fix"], ["--diff"]):
         code, out, err = run(["check", *flags, "m.py"], tmp_path, capsys)
         assert code == 2
@@ -316,7 +316,7 @@ def test_file_changed_during_the_check_is_not_overwritten(tmp_path, capsys, monk
         path.write_text(PRINT_MODULE + "# edited\n")
         return result
 
-    monkeypatch.setattr(runner.engine, "check", check_while_user_edits)
+    monkeypatch.setattr(runner.load(), "check", check_while_user_edits)
     code, _, err = run(["check", "--fix", "m.py"], tmp_path, capsys)
     assert code == 2 and "the file changed while it was being checked" in err
     assert path.read_text() == PRINT_MODULE + "# edited\n"
@@ -332,7 +332,7 @@ def test_internal_error_in_one_file_does_not_stop_the_others(tmp_path, capsys, m
             raise KeyError("rule bug")
         return real_check(source, s, fix=fix, **kw)
 
-    monkeypatch.setattr(runner.engine, "check", flaky)
+    monkeypatch.setattr(runner.load(), "check", flaky)
     code, out, err = run(["check", "--fix", "."], tmp_path, capsys)
     assert code == 2
     assert error_lines(err) == {"b.py": "internal error: KeyError: 'rule bug'"}

@@ -4,126 +4,27 @@ Rules never walk the module themselves for these facts: they read `ModuleFacts` 
 context (`filecontext.FileContext.facts`), built once per module and shared by every rule.
 Here: `bindings` (imports), `scope` (compiled code), `tensors` (tensor values), `context` (where
 a node sits), `conventions` (generated files, the project's guard helper), `external` and
-`project` (cross-file facts), `summary`, `tables`, `explain`, `filecontext`.
+`project` (cross-file facts), `summary`, `tables`, `explain`, `filecontext`, `facts` (ModuleFacts).
 This package imports nothing from rules/, fixes/ or the CLI modules; nothing here imports torch.
+Submodules load on first use (PEP 562): the CLI's cached path reads the project index
+(`project`, `summary`, `root`) without importing libcst.
 """
 from __future__ import annotations
 
-import libcst as cst
-
-from . import context, external, numpy_values
-from .bindings import Bindings, dotted
-from .scope import CompiledScope
-from .tensors import NUMPY, FunctionFacts, Value, module_layer_attrs, number_attrs, tensor
+import importlib
 
 __all__ = ["ModuleFacts", "FunctionFacts", "Value", "context"]
+_LAZY = {"ModuleFacts": "facts", "FunctionFacts": "tensors", "Value": "tensors", "NUMPY": "tensors",
+         "tensor": "tensors", "number_attrs": "tensors", "module_layer_attrs": "tensors",
+         "Bindings": "bindings", "dotted": "bindings", "CompiledScope": "scope"}
 
 
-class ModuleFacts:
-    """Per-module facts, computed once (by the file's context) and shared by every rule of a run.
-    `ext`: the file's facts from the project index (none: the file alone)."""
-
-    def __init__(self, module: cst.Module, compiled_scope: str = "reachable",
-                 ext: external.FileFacts = external.EMPTY) -> None:
-        self.module = module
-        self.bindings = Bindings.of(module, ext.guards)
-        self.scope = CompiledScope(module, self.bindings, mode=compiled_scope, ext=ext)
-        self._functions: dict[cst.FunctionDef, FunctionFacts] = {}
-        self._layers: dict[cst.ClassDef, dict[str, str]] = {}
-        self._caller_map: dict | None = None
-        self._params_active: set = set()
-
-    def function(self, func: cst.FunctionDef) -> FunctionFacts:
-        """Tensor facts of one function (computed on first use)."""
-        facts = self._functions.get(func)
-        if facts is None:
-            cls = self.scope.index.class_of.get(func)
-            attrs: dict[str, str] = {}
-            if cls is not None:
-                for c in self.scope.class_bases(cls):
-                    if c not in self._layers:
-                        self._layers[c] = module_layer_attrs(c, self.bindings)
-                    attrs = {**self._layers[c], **attrs}
-            facts = self._functions[func] = FunctionFacts(
-                func, self.bindings, attrs, lambda name, f=func: self._from_callers(f, name),
-                lambda call, f=func: self._from_callee(f, call))
-        return facts
-
-    def _from_callee(self, func: cst.FunctionDef, call: cst.Call) -> Value | None:
-        """NUMPY when the same-file function or `self.` method `call` calls returns a numpy value
-        (reformer's `_get_least_common_mult_chunk_len` returns `np.lcm(...)`); None otherwise."""
-        callee = numpy_values.callee_of(self, func, call)
-        if callee is None or callee is func or ("callee", callee) in self._params_active:
-            return None
-        memo = self.__dict__.setdefault("_callee_memo", {})
-        if callee not in memo:
-            self._params_active.add(("callee", callee))
-            try:
-                values = [self.function(callee).value(r) for r in numpy_values.returns(callee)]
-            finally:
-                self._params_active.discard(("callee", callee))
-            memo[callee] = NUMPY if values and any(v.numpy for v in values) and not any(
-                v.data_dependent for v in values) else None
-        return memo[callee]
-
-    def number_attrs(self, func: cst.FunctionDef) -> frozenset[str]:
-        """`self.x` attributes of `func`'s class that are Python numbers (tensors.number_attrs)."""
-        cls = self.scope.index.class_of.get(func)
-        if cls is None:
-            return frozenset()
-        got = getattr(self, "_numbers", None)
-        if got is None:
-            got = self._numbers = {}
-        if cls not in got:
-            got[cls] = number_attrs(cls)
-        return got[cls]
-
-    # -- parameters handed in by same-file callers ----------------------------
-    def _callers(self) -> dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]:
-        if self._caller_map is None:
-            idx = self.scope.index
-            out: dict[cst.FunctionDef, list] = {}
-            for caller, calls in idx.calls.items():
-                owner = idx.class_of.get(caller)
-                for call in calls:
-                    name = dotted(call.func)
-                    target = idx.functions.get(name) if name else None
-                    if target is None and owner is not None and name and name.startswith("self.") \
-                            and name.count(".") == 1:
-                        target = self.scope.method(owner, name[5:])
-                    if target is not None and target is not caller:
-                        out.setdefault(target, []).append((caller, call))
-            self._caller_map = out
-        return self._caller_map
-
-    def _from_callers(self, func: cst.FunctionDef, name: str) -> Value | None:
-        """The value every same-file call of `func` passes for parameter `name`, when all are tensors."""
-        key = (func, name)
-        if key in self._params_active:
-            return None
-        sites = self._callers().get(func, [])
-        if not sites or len(sites) > 20:
-            return None
-        params = [*func.params.posonly_params, *func.params.params]
-        is_method = func in self.scope.index.class_of and params and params[0].name.value in ("self", "cls")
-        pos = [p.name.value for p in params][1 if is_method else 0:]
-        self._params_active.add(key)
-        try:
-            vals = []
-            for caller, call in sites:
-                arg = None
-                for i, a in enumerate(call.args):
-                    if a.star:
-                        return None
-                    if a.keyword is not None and a.keyword.value == name or \
-                            a.keyword is None and i < len(pos) and pos[i] == name:
-                        arg = a.value
-                if arg is None:
-                    return None
-                v = self.function(caller).value(arg)
-                if not v.is_tensor:
-                    return None
-                vals.append(v)
-        finally:
-            self._params_active.discard(key)
-        return tensor(all(v.zero_dim for v in vals), vals[0].dtype if len({v.dtype for v in vals}) == 1 else None)
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    try:
+        return importlib.import_module(f"{__name__}.{name}")  # a submodule: `analysis.context`
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -7,19 +7,10 @@ import libcst as cst
 
 from .. import fastwalk
 from .bindings import Bindings, dotted
+from .tables import IS_COMPILING, IS_COMPILING_NAMES
 
 Parent = Callable[[cst.CSTNode], "cst.CSTNode | None"]
 
-IS_COMPILING = {
-    "torch.compiler.is_compiling",
-    "torch._dynamo.is_compiling",
-    "torch.compiler.is_dynamo_compiling",
-    "torch._utils.is_compiling",
-    "transformers.utils.is_torchdynamo_compiling",
-    "transformers.utils.import_utils.is_torchdynamo_compiling",
-}
-# Bare names that are compile checks even when imported relatively (transformers' own code).
-IS_COMPILING_NAMES = {"is_torchdynamo_compiling", "is_compiling"}
 # False under Dynamo: TorchScript-only tests (`if torch.jit.is_scripting():` never runs compiled).
 NOT_COMPILING = {"torch.jit.is_scripting", "torch.jit.is_tracing", "torch._C._get_tracing_state"}
 NameConst = Callable[[str], "bool | None"]

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from .. import fastwalk
-from . import ModuleFacts, conventions, external
+from . import conventions, external
+from .facts import ModuleFacts
 
 if TYPE_CHECKING:
     from ..settings import Settings

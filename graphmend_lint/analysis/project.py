@@ -30,15 +30,13 @@ from __future__ import annotations
 import ast
 import fnmatch
 import functools
-import os
 import sys
 import warnings
 from pathlib import Path
 
 from . import summary as summary_mod
-from .context import IS_COMPILING, IS_COMPILING_NAMES
 from .external import FileFacts
-from .scope import COMPILE_FUNCS, DISABLE_FUNCS, MODULE_BASE_SUFFIXES
+from .tables import COMPILE_FUNCS, DISABLE_FUNCS, IS_COMPILING, IS_COMPILING_NAMES, MODULE_BASE_SUFFIXES
 
 MAX_DEPTH = 30  # longest chain of re-exports / bases followed
 

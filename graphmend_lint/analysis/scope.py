@@ -17,11 +17,8 @@ import libcst as cst
 from .. import fastwalk  # read-only walk without libcst's node rebuilding
 from . import external
 from .bindings import Bindings, dotted
+from .tables import COMPILE_FUNCS, DISABLE_FUNCS, MODULE_BASE_SUFFIXES
 
-COMPILE_FUNCS = {"torch.compile", "torch._dynamo.optimize"}
-DISABLE_FUNCS = {"torch.compiler.disable", "torch._dynamo.disable", "torch.jit.ignore", "torch.jit.unused"}
-# Bases from other files that are nn.Modules by convention (transformers' PreTrainedModel family).
-MODULE_BASE_SUFFIXES = ("PreTrainedModel",)
 
 
 def is_wrapper(f: cst.FunctionDef) -> bool:

@@ -7,6 +7,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# -- compile boundaries (read by the scope, the context and the project index) --------------------
+COMPILE_FUNCS = {"torch.compile", "torch._dynamo.optimize"}
+DISABLE_FUNCS = {"torch.compiler.disable", "torch._dynamo.disable", "torch.jit.ignore", "torch.jit.unused"}
+# Bases from other files that are nn.Modules by convention (transformers' PreTrainedModel family).
+MODULE_BASE_SUFFIXES = ("PreTrainedModel",)
+# True under torch.compile: `if not <one of these>():` guards eager-only code.
+IS_COMPILING = {
+    "torch.compiler.is_compiling",
+    "torch._dynamo.is_compiling",
+    "torch.compiler.is_dynamo_compiling",
+    "torch._utils.is_compiling",
+    "transformers.utils.is_torchdynamo_compiling",
+    "transformers.utils.import_utils.is_torchdynamo_compiling",
+}
+# Bare names that are compile checks even when imported relatively (transformers' own code).
+IS_COMPILING_NAMES = {"is_torchdynamo_compiling", "is_compiling"}
+
 # Reductions: without a `dim`/`axis` argument the result is a 0-d tensor.
 # Value: result dtype ("same" = input's; "bool"; "int"; "float"; "sum" = int64 for bool/int input).
 REDUCTIONS: dict[str, str] = {

@@ -1,10 +1,6 @@
-"""Fix applicability, as ruff classes it."""
+"""Fix applicability, as ruff classes it (defined with the finding, in findings.py)."""
 from __future__ import annotations
 
-import enum
+from ..findings import Safety
 
-
-class Safety(str, enum.Enum):
-    SAFE = "safe"  # keeps eager semantics, and the compiled path is proved or checked: applied by --fix
-    UNSAFE = "unsafe"  # offered; applied only with --unsafe-fixes
-    NONE = "none"  # no fix offered
+__all__ = ["Safety"]

@@ -27,6 +27,9 @@ def _discover() -> tuple[type[base.GraphMendRule], ...]:
         ]
         if len(classes) != 1 or not classes[0].CODE:
             raise ImportError(f"{module.__name__} must define exactly one rule class with a CODE")
+        if classes[0].CODE != info.name.split("_")[0].upper():  # the CLI reads codes off module names
+            raise ImportError(f"{module.__name__} must hold rule {info.name.split('_')[0].upper()}, "
+                              f"not {classes[0].CODE}")
         found.append(classes[0])
     codes = [r.CODE for r in found]
     if len(set(codes)) != len(codes):

@@ -12,7 +12,6 @@ cross-file facts. A rule reads it as `self.ctx`, the libcst metadata of the Modu
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import ClassVar
 
 import libcst as cst
@@ -26,32 +25,10 @@ from .. import settings as settings_mod
 from ..analysis import context, conventions
 from ..analysis.filecontext import FileContext
 from ..fixes import Elsewhere, Fix, NoFix, Safety, defer, guard, where
+from ..findings import Finding
 from .former_names import fixit_aliases
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
-
-
-@dataclass
-class Finding:
-    code: str
-    rule: str  # Fixit name (class name without "Rule")
-    line: int
-    col: int  # 0-based, as Fixit reports it
-    end_line: int
-    end_col: int
-    message: str
-    safety: Safety = Safety.NONE
-    node: cst.CSTNode | None = field(default=None, repr=False, compare=False)
-    replacement: object = field(default=None, repr=False, compare=False)
-    needs_torch_import: bool = False
-    fix_range: tuple[int, int, int, int] = (0, 0, 0, 0)  # span of `node`, the replaced node
-    # The fix as text edits (engine.WANT_EDITS): [{"content", "location", "end_location"}], 1-based
-    edits: list | None = field(default=None, compare=False)
-    imports: tuple = field(default=(), compare=False)  # other modules the fix needs (`import math`)
-
-    @property
-    def sort_key(self) -> tuple:
-        return (self.line, self.col, self.code, self.message)
 
 
 class FileContextProvider(BatchableMetadataProvider[FileContext]):

@@ -17,7 +17,7 @@ import libcst as cst
 
 from ..fix import Fix, NoFix
 from ..safety import Safety
-from ..syntax import body_statements, code, flatten
+from ..syntax import code, flatten
 from .branches import arms, own_guard
 from .proof import Prover
 from .verdict import EAGER_ONLY, Verdict
