@@ -134,6 +134,17 @@ class Cache:
     def put(self, key: str, findings: list) -> None:
         self._write(self._path(key), [_encode(f) for f in findings])
 
+    def get_run(self, key: str) -> list[list] | None:
+        """The findings of many files stored together (`put_run`), one list a file, or None."""
+        data = self.get_json("run", key)
+        try:
+            return None if data is None else [[_decode(d, Finding, Safety) for d in one] for one in data]
+        except (TypeError, ValueError, KeyError):
+            return None
+
+    def put_run(self, key: str, findings: list[list]) -> None:
+        self.put_json("run", key, [[_encode(f) for f in one] for one in findings])
+
     def _write(self, path: Path, value) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

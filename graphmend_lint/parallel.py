@@ -12,7 +12,9 @@ index of the file's whole PROJECT (analysis/root.py), never from the run's list 
   3. the index, in this process, gives each wanted file its facts;
   4. a valid file without compiled code of its own, to which the index adds none, has no finding
      (what the runner would find, without parsing it again); the rest come from the cache (key:
-     content + facts) or are checked with their facts, in the workers.
+     content + facts) or are checked with their facts, in the workers. A lint-only run of many
+     files also stores its findings in one entry ("run", keyed by every file's key), which the
+     next such run reads instead of one entry a file.
 So a cold run lints each file once, with its facts, and a run on one file (pre-commit, stdin, the
 language server, Fixit through rules/provider.py) sees what a run on the whole tree sees. Workers
 are forked after the rules and settings are loaded (a run whose files all come from the cache
@@ -361,6 +363,10 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
     data = {p: d for p in paths if (d := _read(p)) is not None}
     quiet: set[Path] = set()
     facts = _run_facts(paths, s, cache, jobs, data, quiet)
+    run_key = _run_key(cache, paths, data, facts) if not (fix or diff) else None
+    got = cache.get_run(run_key) if run_key is not None else None  # type: ignore[union-attr]
+    if got is not None and len(got) == len(paths):
+        return [runner.FileOutcome(p, findings) for p, findings in zip(paths, got)]
     rest = []
     for i, p in enumerate(paths):
         ext = facts.get(p, EMPTY)
@@ -383,7 +389,22 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
                                for i in rest], jobs)
     for i, out in zip(rest, done):
         outcomes[i] = out
+    if run_key is not None and all(o.error is None for o in outcomes) and all(_read(p) == data[p] for p in paths):
+        cache.put_run(run_key, [o.findings for o in outcomes])  # type: ignore[union-attr]
     return outcomes  # type: ignore[return-value]
+
+
+RUN_MIN = 64  # files: a run of fewer reads one cache entry a file about as fast
+
+
+def _run_key(cache: cache_mod.Cache | None, paths: list[Path], data: dict[Path, bytes],
+             facts: dict[Path, FileFacts]) -> str | None:
+    """The key of a lint-only run's findings stored together: every file's own key (content, facts,
+    settings, tool), in order. One read then serves a warm run of a whole tree."""
+    if cache is None or len(paths) < RUN_MIN or any(p not in data for p in paths):
+        return None
+    keys = [cache.key(data[p], facts.get(p, EMPTY).key()) for p in paths]
+    return _digest("\0".join(keys).encode())
 
 
 def _second_pass(item: tuple) -> runner.FileOutcome:

@@ -170,3 +170,24 @@ def test_prefilter_skips_only_files_without_compiled_code():
     assert [prefilter.may_have_findings(s, "reachable") for s in skip] == [False] * len(skip)
     assert all(prefilter.may_have_findings(s, "reachable") for s in keep)
     assert all(prefilter.may_have_findings(s, "all") for s in skip)
+
+
+def test_a_warm_run_of_many_files_reads_one_entry(fixtures, capsys, monkeypatch):
+    """A lint-only run of RUN_MIN files or more stores its findings together; the next run with the
+    same contents and facts reads that one entry and prints what the per-file entries give. A
+    changed file (or changed facts) changes the run's key: its files are looked up one by one."""
+    from graphmend_lint import parallel
+
+    assert len(ORIGINALS) >= parallel.RUN_MIN
+    cold = run(JSON, fixtures, capsys, monkeypatch)
+    reads = []
+    monkeypatch.setattr(cache.Cache, "get", lambda self, key: reads.append(key))  # per-file entries: none
+    assert run(JSON, fixtures, capsys, monkeypatch) == cold and reads == []
+    monkeypatch.undo()
+    first = next(p for p in sorted(fixtures.rglob("*.py")) if "print(" not in p.read_text())
+    first.write_text(first.read_text() + "\n\nclass Extra(torch.nn.Module):\n    def forward(self, x):\n"
+                                         "        print(x)\n        return x\n")
+    got = run(JSON, fixtures, capsys, monkeypatch)
+    added = [d for d in got if d not in cold]
+    assert [(Path(d["filename"]).name, d["code"]) for d in added] == [(first.name, "GM201")]
+    assert len(got) == len(cold) + 1
