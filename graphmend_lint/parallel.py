@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import multiprocessing
 import os
 import sys
 from pathlib import Path
@@ -77,7 +76,11 @@ def _call(i: int):
 def _map(fn, items: list, jobs: int) -> list:
     """fn over items, in forked workers when it pays (largest files first), results in order."""
     global _job
-    if jobs <= 1 or len(items) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs <= 1 or len(items) < 2:
+        return [fn(x) for x in items]
+    import multiprocessing  # only when there is work to share (~20 ms of a warm run otherwise)
+
+    if "fork" not in multiprocessing.get_all_start_methods():
         return [fn(x) for x in items]
     out: list = [None] * len(items)
     order = sorted(range(len(items)), key=lambda i: -_size(items[i][0] if isinstance(items[i], tuple) else items[i]))
@@ -347,6 +350,8 @@ def facts_of(path: Path, s: Settings, use_cache: bool = True) -> FileFacts | Non
         if not path.is_file():
             return None
         cache = cache_mod.Cache.for_settings(s) if use_cache else None
+        import multiprocessing
+
         jobs = 1 if multiprocessing.current_process().daemon else default_jobs()  # daemons fork no pool
         return project_facts([path], s, cache, jobs).get(path)
     except Exception:  # the index is an aid: the file is still linted on its own

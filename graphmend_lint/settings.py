@@ -211,14 +211,24 @@ def _line_length_in(d: Path) -> int | None:
     return None
 
 
-def find_line_length(start: Path, memo: dict | None = None) -> int:
+def _upwards(d: Path):
+    """`d`, then its parents, made one at a time (a walk stops at the first folder it knows)."""
+    while True:
+        yield d
+        up = d.parent
+        if up == d:
+            return
+        d = up
+
+
+def find_line_length(start: Path, memo: dict | None = None, resolved: bool = False) -> int:
     """`line-length` of the nearest ruff.toml, .ruff.toml or pyproject.toml [tool.ruff]/[tool.black].
-    `memo`: folder -> length, shared by the calls of one run."""
+    `memo`: folder -> length, shared by the calls of one run; `resolved`: `start` is a real path."""
     memo = {} if memo is None else memo
-    start = start.resolve()
+    start = start if resolved else start.resolve()
     chain = []
     found = 88
-    for d in (start, *start.parents):
+    for d in _upwards(start):
         if d in memo:
             found = memo[d]
             break
@@ -280,7 +290,7 @@ class Discovery:
 
     def _find(self, d: Path) -> Path | None:
         chain = []
-        for up in (d, *d.parents):
+        for up in _upwards(d):
             if up in self._nearest:
                 found = self._nearest[up]
                 break
@@ -316,7 +326,7 @@ class Discovery:
             found = self._find(d) or self._find(self.cwd)
             s = self._build(found)
             if found is None and "line-length" not in self.overrides:  # no project: the file's formatter config
-                s = replace(s, line_length=find_line_length(d, self._lengths))
+                s = replace(s, line_length=find_line_length(d, self._lengths, resolved=True))
             self._dirs[d] = s
         return self._dirs[d]
 
