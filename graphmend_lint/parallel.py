@@ -4,7 +4,8 @@ Each file's result depends on its cross-file facts (analysis/project.py), which 
 index of the file's whole PROJECT (analysis/root.py), never from the run's list of files. A run goes:
   1. per project of the run's files: every Python file of the project is read and hashed; the
      facts of the wanted files come from one cache entry ("proj", keyed by the whole project's
-     content) when nothing changed;
+     content) when nothing changed, or from the last index's entry when no edit since changed a
+     summary it read or what may hold a root ("last": an edit in a body, a comment);
   2. else every file's summary from the cache by content; files without one that may hold a
      compiled root (a text test) or are being checked get one in the workers, from one `ast`
      parse (for the run's own files, that of the runner's validation, which also tells whether
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -225,6 +227,56 @@ def _cached_project(cache: cache_mod.Cache | None, key: str) -> tuple[dict[str, 
     return {p: FileFacts.from_json(f) for p, f in got["files"].items()}, got["external"]
 
 
+def _summary_digest(summ: dict | None) -> str:
+    return _digest(json.dumps(summ, sort_keys=True).encode())
+
+
+def _project_id(proj: root_mod.Project, s: Settings) -> str:
+    """The project, whatever its files hold (the key of its "last" record)."""
+    return _project_key(proj, {}, {}, s)
+
+
+def _record(key: str, run: dict[str, Path], pdata: dict[Path, bytes], digests: dict[Path, str],
+            read: dict[str, str], s: Settings) -> dict:
+    """What a project's facts (cached under `key`) depend on: its modules, and for every file its
+    content digest, the digest of its summary when the index read it (else None) and whether it
+    may hold a root (a text test: the index summarises those whatever reads them)."""
+    return {"key": key, "run": {m: str(p) for m, p in run.items()},
+            "files": {str(p): [digests[p], read.get(str(p)), _may_root(d, s)] for p, d in pdata.items()}}
+
+
+def _unchanged_facts(cache: cache_mod.Cache | None, proj: root_mod.Project, s: Settings, key: str,
+                     run: dict[str, Path], pdata: dict[Path, bytes], digests: dict[Path, str],
+                     wanted: set[Path]) -> dict[str, FileFacts]:
+    """The facts of the project's last index when no edit since can change them (else {}): the same
+    files and modules; each changed file may hold a root as before, and when the index read its
+    summary, the summary is the same (an edit inside a function body, a comment, a docstring). The
+    index reads summaries only, so it would read the same ones and answer the same; the facts are
+    stored under the new `key` too."""
+    last = cache.get_json("last", _project_id(proj, s)) if cache is not None else None
+    if last is None or last["run"] != {m: str(p) for m, p in run.items()} or \
+            set(last["files"]) != {str(p) for p in pdata}:
+        return {}
+    read = {}
+    for p, d in pdata.items():
+        old_digest, old_summary, old_root = last["files"][str(p)]
+        if old_summary is not None:
+            read[str(p)] = old_summary
+        if digests[p] == old_digest:
+            continue
+        if _may_root(d, s) != old_root:
+            return {}
+        if old_summary is not None and _summary_digest(_summary(cache, d, digests[p])) != old_summary:
+            return {}
+    got = cache.get_json("proj", last["key"])  # type: ignore[union-attr]
+    facts, external = _cached_project(cache, last["key"])
+    if got is None or not facts or any(str(a) not in facts for a in wanted):
+        return {}
+    cache.put_json("proj", key, got)  # type: ignore[union-attr]
+    cache.put_json("last", _project_id(proj, s), _record(key, run, pdata, digests, read, s))  # type: ignore[union-attr]
+    return facts
+
+
 @contextlib.contextmanager
 def _locked(cache: cache_mod.Cache | None, proj: root_mod.Project):
     """One process at a time indexes a project (Fixit's workers, pre-commit hooks in parallel):
@@ -250,9 +302,10 @@ def _locked(cache: cache_mod.Cache | None, proj: root_mod.Project):
 def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots: list[Path],
                    pdata: dict[Path, bytes], digests: dict[Path, str], wanted: set[Path], s: Settings,
                    cache: cache_mod.Cache | None, jobs: int, given: dict[Path, Path],
-                   quiet: set[Path] | None) -> tuple[dict[str, FileFacts], dict[str, str] | None]:
+                   quiet: set[Path] | None) -> tuple[dict[str, FileFacts], dict[str, str] | None, dict[str, str]]:
     """(facts by absolute path of the `wanted` files, the installed files the index read -> digest,
-    or None when one could not be read). The index stays in this process for the project's next
+    or None when one could not be read, the project files whose summaries it read -> the summary's
+    digest). The index stays in this process for the project's next
     files (the CLI checks files with other per-file settings separately)."""
     state = _indexes.get(key)
     if state is None:
@@ -282,7 +335,8 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
         gc.enable()
     external = {str(index.paths[m]): reader.digests.get(str(index.paths[m]))
                 for m in index.external if m not in run}
-    return out, (external if all(external.values()) else None)
+    read = {str(p): _summary_digest(summ) for p, summ in reader.known.items() if p in pdata}
+    return out, (external if all(external.values()) else None), read
 
 
 def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: cache_mod.Cache | None,
@@ -305,14 +359,19 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
     if any(str(a) not in got for a in wanted):
         with _locked(cache, proj):
             stored, before = _cached_project(cache, key)  # another process may have built it meanwhile
+            fresh = not got and not stored
             got = {**got, **stored}
+            if any(str(a) not in got for a in wanted) and fresh:
+                got = _unchanged_facts(cache, proj, s, key, run, pdata, digests, wanted)
             if any(str(a) not in got for a in wanted):
-                new, external = _index_project(proj, key, run, roots, pdata, digests, wanted, s, cache, jobs,
-                                               given, quiet)
+                new, external, read = _index_project(proj, key, run, roots, pdata, digests, wanted, s, cache,
+                                                     jobs, given, quiet)
                 got = {**got, **new}
                 if cache is not None and external is not None:
                     cache.put_json("proj", key, {"files": {p: f.to_json() for p, f in got.items()},
                                                  "external": {**before, **external}})
+                    if fresh:  # every fact here comes from this index: what it read is all they depend on
+                        cache.put_json("last", _project_id(proj, s), _record(key, run, pdata, digests, read, s))
     if len(_memo) > 8:
         _memo.clear()
     _memo[key] = got

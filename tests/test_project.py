@@ -400,3 +400,32 @@ def test_stdin_and_editor_see_cross_file_bases(tmp_path, monkeypatch, capsys):
 
     diagnostics, _, _ = Linter().lint((tmp_path / "pkg" / "enc.py").as_uri(), source)
     assert sorted(d.code for d in diagnostics) == ["GM101", "GM201"]
+
+
+def test_an_edit_that_keeps_every_summary_reuses_the_last_index(tmp_path, monkeypatch):
+    """A pre-commit run after an edit inside a function body, a comment or a docstring needs no
+    new index: the summaries the last index read are the same, so are its facts. An edit that
+    changes a summary it read (a base, a call), or makes a file a possible root, builds it again.
+    Every answer equals the one of a run without the cache."""
+    monkeypatch.setenv("GRAPHMEND_CACHE_DIR", str(tmp_path / "cache"))
+    paths = _base_pkg(tmp_path) + write(tmp_path, {"pkg/util.py": "def helper(x):\n    return x\n"})
+    enc = [p for p in paths if p.name == "enc_relative.py"]
+    built = []
+    real = parallel._index_project
+    monkeypatch.setattr(parallel, "_index_project", lambda *a: built.append(1) or real(*a))
+
+    def check(edit_path: str, new_text: str, rebuilds: bool, expect) -> None:
+        (tmp_path / edit_path).write_text(new_text)
+        built.clear()
+        assert lint(enc, cache=True)["enc_relative.py"] == expect == lint(enc)["enc_relative.py"]
+        assert bool(built) == rebuilds, edit_path
+
+    assert lint(paths, cache=True)["enc_relative.py"] == EXPECT
+    base = (tmp_path / "pkg/layers/base.py").read_text()
+    check("pkg/layers/base.py", base + "# a comment\n", False, EXPECT)
+    check("pkg/enc_relative.py", (tmp_path / "pkg/enc_relative.py").read_text().replace("x * 2", "x * 3"),
+          False, EXPECT)
+    check("pkg/util.py", "def helper(x):\n    return x + 1\n", False, EXPECT)  # never read: no root, no caller
+    check("pkg/util.py", "class U:\n    def forward(self, x):\n        return x\n", True, EXPECT)  # may be a root now
+    check("pkg/layers/root.py", "class Root:\n    pass\n", True, [])  # the base is no nn.Module any more
+    check("pkg/layers/root.py", "import torch.nn as nn\n\n\nclass Root(nn.Module):\n    pass  # back\n", True, EXPECT)
