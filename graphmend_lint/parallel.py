@@ -217,7 +217,11 @@ def _project_key(proj: root_mod.Project, run: dict[str, Path], digests: dict[Pat
 
 def _cached_project(cache: cache_mod.Cache | None, key: str) -> tuple[dict[str, FileFacts], dict[str, str]]:
     """(facts by absolute path, the installed files they were read from -> digest); empty when none."""
-    got = cache.get_json("proj", key) if cache is not None else None
+    return _valid_project(cache.get_json("proj", key) if cache is not None else None)
+
+
+def _valid_project(got: dict | None) -> tuple[dict[str, FileFacts], dict[str, str]]:
+    """The facts and installed files of a "proj" entry, when those files are unchanged; else empty."""
     if got is None:
         return {}, {}
     for p, d in got["external"].items():  # installed packages the index read
@@ -269,8 +273,8 @@ def _unchanged_facts(cache: cache_mod.Cache | None, proj: root_mod.Project, s: S
         if old_summary is not None and _summary_digest(_summary(cache, d, digests[p])) != old_summary:
             return {}
     got = cache.get_json("proj", last["key"])  # type: ignore[union-attr]
-    facts, external = _cached_project(cache, last["key"])
-    if got is None or not facts or any(str(a) not in facts for a in wanted):
+    facts = _valid_project(got)[0]
+    if not facts or any(str(a) not in facts for a in wanted):
         return {}
     cache.put_json("proj", key, got)  # type: ignore[union-attr]
     cache.put_json("last", _project_id(proj, s), _record(key, run, pdata, digests, read, s))  # type: ignore[union-attr]

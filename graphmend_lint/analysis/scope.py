@@ -20,7 +20,6 @@ from .bindings import Bindings, dotted
 from .tables import COMPILE_FUNCS, DISABLE_FUNCS, MODULE_BASE_SUFFIXES
 
 
-
 def is_wrapper(f: cst.FunctionDef) -> bool:
     """Decorated with `wraps(g)` / `functools.wraps(g)`: runs in place of `g` when called."""
     return any(isinstance(d.decorator, cst.Call) and (dotted(d.decorator.func) or "").split(".")[-1] == "wraps"
