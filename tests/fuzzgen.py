@@ -250,7 +250,7 @@ class _Writer:
         tracing) or 1.5 (always below: every layer skipped, the break stays), so the result is fixed."""
         self.features.add("layerdrop")
         draw = self.fresh("dropout_probability")
-        form = self.c.pick(["continue", "to_drop", "joined"])
+        form = self.c.pick(["continue", "to_drop", "joined", "false_first"])
         self.features.add(f"layerdrop-{form}")
         layer = self.c.pick(["h = h * 0.5 + 1", "h = self.proj(h)", "h = h + h.tanh()",
                              f"h = {{t}}.nn.functional.dropout(h, 0.5, self.training)"])
@@ -263,6 +263,10 @@ class _Writer:
             self.emit(indent + 1, self.fmt(f"to_drop = False\nif self.training:\n    {draw} = {{t}}.rand([])\n"
                                            f"    if {draw} < self.layerdrop:  # skip the layer\n        to_drop = True\n"
                                            f"if not to_drop:\n    {layer}"))
+        elif form == "false_first":  # a tensor in training, False otherwise (speecht5, transformers 5.x)
+            skip = self.fresh("skip_the_layer")
+            self.emit(indent + 1, self.fmt(f"{skip} = False\nif self.training:\n    {draw} = {{t}}.rand([])\n"
+                                           f"    {skip} = {draw} < self.layerdrop\nif not {skip}:\n    {layer}"))
         else:
             self.emit(indent + 1, self.fmt(f"{draw} = {{t}}.rand([])\nif self.training and ({draw} < self.layerdrop):\n"
                                            f"    continue\n{layer}"))

@@ -364,6 +364,64 @@ def test_gm104_layerdrop_binding(tail, safeties):
     assert [f.safety.value for f in got] == safeties, [f.message for f in got]
 
 
+@pytest.mark.parametrize("body,reported", [
+    # a tensor on some paths, a Python bool on the others: the test breaks where it is a tensor
+    ("m = False\nif self.training:\n    m = h.sum() > 0\nif m:\n    h = h * 2\nreturn h\n", True),
+    ("m = False\nif self.training:\n    m = h.sum() > 0\nif not m or mask is None:\n    h = h * 2\nreturn h\n", True),
+    ("n = 0\nif mask is not None:\n    n = mask.sum()\nif n > 3:\n    h = h * 2\nreturn h\n", True),
+    # a test that never reads the tensor's value (identity, None)
+    ("m = None\nif self.training:\n    m = h > 0\nif m is not None:\n    h = h * 2\nreturn h\n", False),
+    # Python values only on every path (a shape, a Python value from tensor data)
+    ("m = False\nif self.training:\n    m = h.dim() == 3\nif m:\n    h = h * 2\nreturn h\n", False),
+    ("m = False\nif self.training:\n    m = h.sum().item() > 0\nif m:\n    h = h * 2\nreturn h\n", False),
+])
+def test_name_that_is_a_tensor_on_some_paths(body, reported):
+    """A name bound to a tensor on some paths and to a trace-time Python value on others (#23's
+    speecht5 LayerDrop): its test is reported, with no torch.where fix (it is no tensor everywhere)."""
+    got = findings(body)
+    assert bool(got) == reported, [f.message for f in got]
+    assert all(f.replacement is None and "a tensor on some paths and a Python value on others" in f.message
+               for f in got), [f.message for f in got]
+
+
+LOOP_FALSE_FIRST = """
+import torch
+from torch import nn
+
+class Enc(nn.Module):
+    def __init__(self, layerdrop):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(2))
+        self.layerdrop = layerdrop
+
+    def forward(self, h, synced=False):
+        for layer in self.layers:
+            skip = False
+            if self.training{gate}:
+                draw = torch.rand([])
+                skip = draw < self.layerdrop
+{tail}        return h
+"""
+
+
+@pytest.mark.parametrize("gate,tail,safeties", [
+    # p not known: the guard at the binding decides every test of the name (speecht5, 4.x and 5.x)
+    ("", "            if skip and not synced:\n                continue\n            h = layer(h)\n", ["safe"]),
+    ("", "            if not skip or synced:\n                h = layer(h)\n            if skip:\n                h = h * 1.0\n",
+     ["safe", "none"]),
+    # p > 0.0 shown: the unsafe torch.cond form where the loop ends with the layer call (wav2vec2 5.x)
+    (" and self.layerdrop > 0.0", "            if not skip or synced:\n                h = layer(h)\n", ["unsafe"]),
+    # ... not when something follows the call (speecht5's encoder), or the `or` operand is a call
+    (" and self.layerdrop > 0.0", "            if not skip or synced:\n                h = layer(h)\n            h = h + 1\n",
+     ["none"]),
+    (" and self.layerdrop > 0.0", "            if not skip or self.synced():\n                h = layer(h)\n", ["none"]),
+])
+def test_gm104_layerdrop_false_first(gate, tail, safeties):
+    src = LOOP_FALSE_FIRST.format(gate=gate, tail=tail)
+    got = [f for f in engine.check(src.encode(), Settings(unsafe_fixes=True)).findings if f.code == "GM104"]
+    assert [f.safety.value for f in got] == safeties, [f.message for f in got]
+
+
 # issue 24, eager verbatim: a proved-exact torch.where is still compile-only (the short form, eager
 # too, was slower in eager in every case perf/eager_short_form.py measured)
 PROVED_IF = "if h.sum() > 0:\n    y = h * 2\nelse:\n    y = h - 1\nreturn y\n"

@@ -3,6 +3,9 @@
 `FunctionFacts(func, ...).value(expr)` classifies an expression:
   tensor   - a torch.Tensor (rank and dtype when provable)
   data     - a Python value computed from tensor data (`.item()`, `torch.equal`)
+  mixed    - a name bound to a tensor on some paths and to a value known at trace time on others
+             (`skip = False; if self.training: skip = torch.rand([]) < p`): a test of it breaks
+             where it is a tensor; no fix treats it as one
   static   - known at trace time (shapes, dtypes, config, literals)
   unknown  - anything else (never flagged: precision first)
 numpy values are "static" with `numpy=True`: never tensors, and what is computed from them
@@ -23,7 +26,7 @@ from .bindings import Bindings, dotted
 
 @dataclass(frozen=True)
 class Value:
-    kind: str  # "tensor" | "data" | "static" | "unknown"
+    kind: str  # "tensor" | "data" | "mixed" | "static" | "unknown"
     zero_dim: bool = False
     dtype: str | None = None  # "bool" | "int" | "float" | None (unknown)
     numpy: bool = False  # a numpy value (kind "static": never a tensor, never flagged)
@@ -35,12 +38,13 @@ class Value:
     @property
     def data_dependent(self) -> bool:
         """Python truth of this value depends on tensor data (a graph break under Dynamo)."""
-        return self.kind in ("tensor", "data")
+        return self.kind in ("tensor", "data", "mixed")
 
 
 STATIC = Value("static")
 UNKNOWN = Value("unknown")
 DATA = Value("data")
+MIXED = Value("mixed")
 NUMPY = Value("static", numpy=True)
 NUMPY_MODULES = ("numpy", "np")
 
@@ -82,6 +86,9 @@ def _join(values: list[Value]) -> Value:
         return tensor(all(v.zero_dim for v in values), dtypes.pop() if len(dtypes) == 1 else None)
     if any(v.kind == "unknown" for v in values):
         return UNKNOWN
+    if any(v.kind in ("tensor", "mixed") for v in values) and all(
+            v.kind in ("tensor", "mixed") or v.kind == "static" and not v.numpy for v in values):
+        return MIXED
     if any(v.data_dependent for v in values):
         return DATA
     return STATIC

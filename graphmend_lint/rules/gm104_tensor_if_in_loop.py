@@ -57,6 +57,17 @@ class TensorIfInLoopRule(base.GraphMendRule):
     if skip_the_layer:
         ...
     ```
+    or binds `False` first and the outcome only when it draws (transformers 5.x's speecht5, and the
+    wav2vec2 family behind `self.layerdrop > 0.0`), so the name is a tensor in training and a Python
+    bool otherwise; a test of it still breaks where it is a tensor:
+    ```python
+    skip_the_layer = False
+    if self.training:
+        dropout_probability = torch.rand([])
+        skip_the_layer = dropout_probability < self.layerdrop
+    if skip_the_layer and not synced_gpus:
+        continue
+    ```
     The guard then goes into the binding (`self.training and not (torch.compiler.is_compiling() and
     self.config.layerdrop <= 0.0) and dropout_probability < ...`), which decides every test of the
     name; one finding carries the fix. Only when the name is read by tests alone (`if`, `while`,
@@ -84,8 +95,11 @@ class TensorIfInLoopRule(base.GraphMendRule):
     The loop body must end with the draw, the skip and one layer call `h = layer(h, ...)` or `h =
     layer(h, ...)[0]`, and nothing after it: `if S: draw = torch.rand([]); if draw < p: continue`
     (bart's decoder), `draw = torch.rand([]); if S and draw < p: continue`, `skip = S and draw < p;
-    if not skip: <call>` (wav2vec2), or `to_drop = False; if S: ... to_drop = True; if not to_drop:
-    <call>` (bart's encoder in transformers 4.x), with S static (`self.training`).
+    if not skip: <call>` (wav2vec2), `to_drop = False; if S: ... to_drop = True; if not to_drop:
+    <call>` (bart's encoder in transformers 4.x), or `skip = False; if S: draw = torch.rand([]);
+    skip = draw < p; if not skip or synced_gpus: <call>` (wav2vec2 in transformers 5.x; a name or
+    attribute after `or` joins the compile-only test as `not synced_gpus`), with S static
+    (`self.training`).
 
     ## Fix safety
     The LayerDrop fix is safe: eager runs the same test, and the compiled path is exact (a draw is

@@ -112,7 +112,7 @@ def _tested_names(rule, ff, test: cst.BaseExpression) -> list[cst.Name] | None:
     return [] if ff.value(test).kind == "static" else None
 
 
-def _only_tested(rule, func: cst.FunctionDef, name: str, binding: cst.CSTNode) -> list[cst.CSTNode] | None:
+def _only_tested(rule, func: cst.FunctionDef, name: str, bindings: list[cst.CSTNode]) -> list[cst.CSTNode] | None:
     """The `if`/ternary tests that read `name`, when it is read nowhere else (under compile the fixed
     binding is the Python value False instead of a 0-d bool tensor: only a test cannot tell)."""
     tests: list[cst.CSTNode] = []
@@ -127,7 +127,7 @@ def _only_tested(rule, func: cst.FunctionDef, name: str, binding: cst.CSTNode) -
 
         def visit_Name(self, n: cst.Name) -> None:
             nonlocal ok
-            if n.value != name or any(up is binding for _, up in context.ancestors(n, rule.parent)):
+            if n.value != name or any(up is b for _, up in context.ancestors(n, rule.parent) for b in bindings):
                 return
             child, up = n, rule.parent(n)
             while isinstance(up, cst.BooleanOperation) or \
@@ -142,19 +142,25 @@ def _only_tested(rule, func: cst.FunctionDef, name: str, binding: cst.CSTNode) -
     return tests if ok else None
 
 
+def _is_false(value: cst.BaseExpression | None) -> bool:
+    return isinstance(value, cst.Name) and value.value == "False"
+
+
 def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix | Elsewhere | Done | None:
     """`skip = self.training and dropout_probability < self.layerdrop`, then `if not skip or synced:`
-    (wav2vec2 and its family): the guard goes into the binding, which decides every test of it."""
+    (wav2vec2 and its family; in transformers 5.x `skip = False; if S: ...; skip = draw < p`): the
+    guard goes into the binding, which decides every test of it."""
     ff = rule.facts.function(func)
     for n in _tested_names(rule, ff, node.test) or []:
-        values = ff.assigned.get(n.value, [])
+        every = ff.assigned.get(n.value, [])
+        values = [v for v in every if not _is_false(v)]  # `skip = False` first: decided while tracing
         assign = rule.parent(values[0]) if len(values) == 1 and values[0] is not None else None
         if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or assign.value is not values[0]:
             continue
         if guarded(rule, ff, assign.value):
             return Done.FIXED
         got = rewrite(rule, ff, assign.value)
-        tests = _only_tested(rule, func, n.value, assign) if got is not None else None
+        tests = _only_tested(rule, func, n.value, [rule.parent(v) for v in every]) if got is not None else None
         if not tests:
             continue
         test, prob, needs = got

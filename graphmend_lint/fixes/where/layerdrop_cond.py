@@ -16,7 +16,10 @@ layer(...)[0]` reading `h`):
   - `if S: draw = torch.rand([]); if draw < p: continue`, then `h = layer(h, ...)` (bart decoder);
   - `draw = torch.rand([])`, `if S and draw < p: continue`, then the call (the draw may be inline);
   - `draw = torch.rand([])`, `skip = S and draw < p`, `if not skip: h = layer(h, ...)` (wav2vec2);
-  - `skip = False`, `if S: draw = torch.rand([]); if draw < p: skip = True`, `if not skip: <call>`.
+  - `skip = False`, `if S: draw = torch.rand([]); if draw < p: skip = True`, `if not skip: <call>`;
+  - `skip = False`, `if S: draw = torch.rand([]); skip = draw < p`, `if not skip or X: <call>`
+    (transformers 5.x's wav2vec2 family; X decided while tracing, such as `synced_gpus`, joins S
+    as `not X`: where X holds the original runs, which runs the layer either way).
 S is static (`self.training`, `self.layerdrop > 0.0`): it becomes part of the compile-only test, so
 under compile a False S runs the original, which then neither draws nor skips, as in eager.
 
@@ -30,11 +33,12 @@ return a tensor of its input's shape and dtype, or compilation fails (torch.cond
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
 from ... import fastwalk
+from ...analysis.bindings import dotted
 from ..fix import Fix
 from ..safety import Safety
 from ..syntax import code, flatten, names_in
@@ -111,15 +115,20 @@ def _draw_at(rule, ff, head: list, at: int, static, draw, prob, flag) -> _Drop |
     return _Drop(at, static, draw, None, prob, flag)
 
 
-def _nested(rule, ff, stmt, then) -> _Drop | None:
-    """`if S: draw = torch.rand([]); if draw < p: <then>` (then: `continue` or `flag = True`)."""
+def _nested(rule, ff, stmt, then, flag: str | None = None) -> _Drop | None:
+    """`if S: draw = torch.rand([]); if draw < p: <then>` (then: `continue` or `flag = True`), or
+    with a flag, `if S: draw = torch.rand([]); flag = draw < p` (transformers 5.x's wav2vec2)."""
     block = _block(stmt)
     if block is None or len(block) != 2 or not _decided(ff, stmt.test):
         return None
-    inner = _block(block[1])
-    if inner is None or len(inner) != 1 or not then(inner[0]):
-        return None
-    got = _test(rule, ff, block[1].test)
+    bound = _assign(block[1]) if flag is not None else None
+    if bound is not None and bound[0] == flag:
+        got = _test(rule, ff, bound[1])
+    else:
+        inner = _block(block[1])
+        if inner is None or len(inner) != 1 or not then(inner[0]):
+            return None
+        got = _test(rule, ff, block[1].test)
     if got is None:
         return None
     static, draw, prob = got
@@ -147,7 +156,8 @@ def _continue_form(rule, ff, head: list) -> _Drop | None:
 
 
 def _flag_form(rule, ff, head: list, flag: str) -> _Drop | None:
-    """`skip = S and draw < p` (wav2vec2), or `skip = False; if S: ...; if draw < p: skip = True`."""
+    """`skip = S and draw < p` (wav2vec2), or `skip = False; if S: ...; if draw < p: skip = True`
+    (or `skip = draw < p` in the `if S:`)."""
     if not head:
         return None
     bound = _assign(head[-1])
@@ -162,7 +172,7 @@ def _flag_form(rule, ff, head: list, flag: str) -> _Drop | None:
         got = _assign(s)
         return got is not None and got[0] == flag and isinstance(got[1], cst.Name) and got[1].value == "True"
 
-    nested = _nested(rule, ff, head[-1], sets_flag)
+    nested = _nested(rule, ff, head[-1], sets_flag, flag)
     if nested is None:
         return None
     return _Drop(len(head) - 2, nested.static, nested.draw, nested.draw_value, nested.prob, flag)
@@ -178,13 +188,29 @@ def _recognise(rule, ff, body: list):
         form = _continue_form(rule, ff, body[:-1])
         return None if form is None else (form, *call)
     block = _block(last)
-    test = getattr(last, "test", None)
-    if block is None or len(block) != 1 or not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-                                                and isinstance(test.expression, cst.Name)):
+    test, also = _skip_test(ff, getattr(last, "test", None))
+    if block is None or len(block) != 1 or test is None:
         return None
     call = _layer_call(block[0])
     form = _flag_form(rule, ff, body[:-1], test.expression.value) if call is not None else None
-    return None if form is None else (form, *call)
+    if form is None:
+        return None
+    if also:  # `if not skip or X:` runs the layer when X holds: the compiled path needs `not X`
+        form = replace(form, static=[*form.static, *(cst.parse_expression(f"not {_piece(x)}") for x in also)])
+    return form, *call
+
+
+def _skip_test(ff, test) -> tuple[cst.UnaryOperation | None, list[cst.BaseExpression]]:
+    """`not flag`, or `not flag or X or ...` with every X a name or attribute read decided while
+    tracing (`synced_gpus`; the compiled path reads it even when `not flag` holds): the `not flag`
+    and the Xs."""
+    parts = flatten(test, cst.Or) if test is not None else []
+    first = parts[0] if parts else None
+    if not (isinstance(first, cst.UnaryOperation) and isinstance(first.operator, cst.Not)
+            and isinstance(first.expression, cst.Name)) or \
+            not all(dotted(x) is not None and _decided(ff, x) for x in parts[1:]):
+        return None, []
+    return first, parts[1:]
 
 
 def _count(node: cst.CSTNode, names: set[str]) -> int:

@@ -53,6 +53,9 @@ class Prover(Totality, Chains):
         if val.kind == "data":
             v.refuse = f"the test reads a Python value from tensor data (`{code(test)}`); keep it a tensor first"
             return None, v
+        if val.kind == "mixed":
+            v.refuse = f"`{code(test)}` is a tensor on some paths and a Python value on others"
+            return None, v
         if val.kind != "tensor":
             v.refuse = f"`{code(test)}` is not provably a tensor"
             return None, v

@@ -13,7 +13,8 @@ from .verdict import FINFO_ATTRS, FLOAT_DTYPES
 
 
 def breaks_on(ff, test: cst.BaseExpression) -> bool:
-    """Python's truth test of `test` is where the graph breaks: some operand is a tensor, or a
+    """Python's truth test of `test` is where the graph breaks: some operand is a tensor (on some
+    paths at least: `skip = False`, then `skip = torch.rand([]) < p` in training), or a
     Python value computed from tensor data right here (`x.item() > 0`). A Python bool computed
     earlier (`flag = x.any().item()`) broke the graph where it was computed, not at the test.
     `not is_compiling() and <tensor test>` never evaluates the tensor test under compile."""
@@ -21,7 +22,7 @@ def breaks_on(ff, test: cst.BaseExpression) -> bool:
         return False
     for atom in atoms(test):
         val = ff.value(atom)
-        if val.kind == "tensor":
+        if val.kind in ("tensor", "mixed"):
             return True
         if val.kind == "data":
             found = []
