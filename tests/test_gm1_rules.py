@@ -399,7 +399,7 @@ class Enc(nn.Module):
             skip = False
             if self.training{gate}:
                 draw = torch.rand([])
-                skip = draw < self.layerdrop
+                skip = draw {op} self.layerdrop
 {tail}        return h
 """
 
@@ -417,9 +417,24 @@ class Enc(nn.Module):
     (" and self.layerdrop > 0.0", "            if not skip or self.synced():\n                h = layer(h)\n", ["none"]),
 ])
 def test_gm104_layerdrop_false_first(gate, tail, safeties):
-    src = LOOP_FALSE_FIRST.format(gate=gate, tail=tail)
+    src = LOOP_FALSE_FIRST.format(gate=gate, tail=tail, op="<")
     got = [f for f in engine.check(src.encode(), Settings(unsafe_fixes=True)).findings if f.code == "GM104"]
     assert [f.safety.value for f in got] == safeties, [f.message for f in got]
+
+
+@pytest.mark.parametrize("gate,safety,words", [
+    # `draw <= p` (wav2vec2-bert): a draw of 0.0 is kept, so no p <= 0.0 guard; with p > 0.0 shown,
+    # the torch.cond form keeps the comparison as written
+    (" and self.layerdrop > 0.0", "unsafe", "torch.cond"),
+    ("", "none", "`<=` keeps a draw of exactly 0.0"),
+])
+def test_gm104_layerdrop_inclusive(gate, safety, words):
+    tail = "            if not skip:\n                h = layer(h)\n"
+    src = LOOP_FALSE_FIRST.format(gate=gate, tail=tail, op="<=")
+    result = engine.check(src.encode(), Settings(unsafe_fixes=True), fix=True)
+    (f,) = [f for f in engine.check(src.encode(), Settings(unsafe_fixes=True)).findings if f.code == "GM104"]
+    assert f.safety.value == safety and words in f.message, f.message
+    assert ("draw <= self.layerdrop," in result.source.decode()) == (safety == "unsafe")
 
 
 # issue 24, eager verbatim: a proved-exact torch.where is still compile-only (the short form, eager

@@ -119,8 +119,9 @@ class TensorIfInLoopRule(base.GraphMendRule):
     0.0 (`self.layerdrop = config.layerdrop`) the safe guard is offered instead, and with
     `layerdrop > 0.0` that code still breaks; writing `if self.training and self.layerdrop > 0.0:`
     around the draw (as transformers 5.x does) makes the unsafe form available.
-    `draw <= p` and `draw > p` (wav2vec2-bert) are not rewritten: a draw can be exactly 0.0, so the
-    outcome at p = 0.0 is not known.
+    `draw <= p` (wav2vec2-bert) gets no safe guard: a draw can be exactly 0.0, so the outcome at
+    p = 0.0 is not known; where p > 0.0 is shown, the torch.cond form keeps the comparison as
+    written. `draw > p` is not rewritten.
 
     Any other `if` statement in a loop gets GM101's `torch.where` fix, with GM101's proofs and
     compile-only form, once per iteration: with every break in the loop body gone, Dynamo traces the

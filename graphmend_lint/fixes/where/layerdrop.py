@@ -142,6 +142,19 @@ def _only_tested(rule, func: cst.FunctionDef, name: str, bindings: list[cst.CSTN
     return tests if ok else None
 
 
+INCLUSIVE = ("`<=` keeps a draw of exactly 0.0, so even `{prob} <= 0.0` does not decide the test while "
+             "tracing (only `draw < p` is guarded)")
+
+
+def _inclusive(rule, ff, value: cst.BaseExpression) -> str | None:
+    """The probability of a binding `S and draw <= p` (S static), else None."""
+    parts = flatten(value, cst.And)
+    found = [p for p in parts if draw_below(rule, ff, p, inclusive=True) is not None]
+    if len(found) != 1 or any(ff.value(p).kind != "static" for p in parts if p is not found[0]):
+        return None
+    return code(draw_below(rule, ff, found[0], inclusive=True))
+
+
 def _is_false(value: cst.BaseExpression | None) -> bool:
     return isinstance(value, cst.Name) and value.value == "False"
 
@@ -160,7 +173,15 @@ def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix |
         if guarded(rule, ff, assign.value):
             return Done.FIXED
         got = rewrite(rule, ff, assign.value)
-        tests = _only_tested(rule, func, n.value, [rule.parent(v) for v in every]) if got is not None else None
+        if got is None:
+            inclusive = _inclusive(rule, ff, assign.value)
+            tests = _only_tested(rule, func, n.value, [rule.parent(v) for v in every]) if inclusive else None
+            if tests and tests[0] is node:  # `draw <= p`: only the torch.cond form, where p > 0.0 is shown
+                noop = no_fix_reason(rule, assign, assign.value, inclusive)
+                return (noop and layerdrop_cond.fix(rule, node, func)) or NoFix(
+                    f"{noop or INCLUSIVE.format(prob=inclusive)}{layerdrop_cond.not_offered(rule, node)}")
+            continue
+        tests = _only_tested(rule, func, n.value, [rule.parent(v) for v in every])
         if not tests:
             continue
         test, prob, needs = got

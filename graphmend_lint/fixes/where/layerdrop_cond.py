@@ -52,6 +52,7 @@ class _Drop:
     draw: cst.BaseExpression  # the draw (a name bound to torch.rand([]), or the call itself)
     draw_value: cst.BaseExpression | None  # what the name is bound to, None for an inline draw
     prob: cst.BaseExpression
+    skips: cst.Comparison  # the comparison that skips the layer (`draw < p`, `draw <= p`, ...), as written
     flag: str | None  # the name a later `if not flag:` reads (wav2vec2), else None (`continue`)
 
 
@@ -97,22 +98,23 @@ def _decided(ff, test: cst.BaseExpression) -> bool:
 
 
 def _test(rule, ff, test: cst.BaseExpression):
-    """(static conjuncts, draw, prob) of `S and draw < p`, else None."""
+    """(static conjuncts, draw, prob, comparison) of `S and draw < p` (or `<=`), else None."""
     parts = flatten(test, cst.And)
-    found = [p for p in parts if draw_below(rule, ff, p) is not None]
+    found = [p for p in parts if draw_below(rule, ff, p, inclusive=True) is not None]
     if len(found) != 1 or any(p is not found[0] and not _decided(ff, p) for p in parts):
         return None
-    return [p for p in parts if p is not found[0]], the_draw(rule, ff, found[0]), draw_below(rule, ff, found[0])
+    atom = found[0]
+    return [p for p in parts if p is not atom], the_draw(rule, ff, atom), draw_below(rule, ff, atom, inclusive=True), atom
 
 
-def _draw_at(rule, ff, head: list, at: int, static, draw, prob, flag) -> _Drop | None:
+def _draw_at(rule, ff, head: list, at: int, static, draw, prob, skips, flag) -> _Drop | None:
     """The draw bound by `head[at - 1]` (a name) or inline: the form starts there, else None."""
     if isinstance(draw, cst.Name):
         bound = _assign(head[at - 1]) if at >= 1 else None
         if bound is None or bound[0] != draw.value or not rand_call(rule, bound[1]):
             return None
-        return _Drop(at - 1, static, draw, bound[1], prob, flag)
-    return _Drop(at, static, draw, None, prob, flag)
+        return _Drop(at - 1, static, draw, bound[1], prob, skips, flag)
+    return _Drop(at, static, draw, None, prob, skips, flag)
 
 
 def _nested(rule, ff, stmt, then, flag: str | None = None) -> _Drop | None:
@@ -131,8 +133,8 @@ def _nested(rule, ff, stmt, then, flag: str | None = None) -> _Drop | None:
         got = _test(rule, ff, block[1].test)
     if got is None:
         return None
-    static, draw, prob = got
-    form = _draw_at(rule, ff, block, 1, [*flatten(stmt.test, cst.And), *static], draw, prob, None)
+    static, draw, prob, skips = got
+    form = _draw_at(rule, ff, block, 1, [*flatten(stmt.test, cst.And), *static], draw, prob, skips, None)
     return None if form is None or form.start != 0 else form
 
 
@@ -147,7 +149,7 @@ def _continue_form(rule, ff, head: list) -> _Drop | None:
     last = head[-1]
     nested = _nested(rule, ff, last, _is_continue)
     if nested is not None:
-        return _Drop(len(head) - 1, nested.static, nested.draw, nested.draw_value, nested.prob, None)
+        return replace(nested, start=len(head) - 1)
     block = _block(last)
     if block is None or len(block) != 1 or not _is_continue(block[0]):
         return None
@@ -175,7 +177,7 @@ def _flag_form(rule, ff, head: list, flag: str) -> _Drop | None:
     nested = _nested(rule, ff, head[-1], sets_flag, flag)
     if nested is None:
         return None
-    return _Drop(len(head) - 2, nested.static, nested.draw, nested.draw_value, nested.prob, flag)
+    return replace(nested, start=len(head) - 2, flag=flag)
 
 
 def _recognise(rule, ff, body: list):
@@ -285,7 +287,7 @@ def fix(rule, node: cst.CSTNode, func: cst.FunctionDef) -> Fix | None:
     lines = [f"if {' and '.join([f'{is_compiling}()', *map(_piece, form.static)])}:"]
     if form.draw_value is not None:
         lines.append(f"    {draw} = {code(form.draw_value)}")
-    lines.append(f"    {name} = {cond}({draw} < {_piece(form.prob)}, lambda {name}: {name}.clone(), "
+    lines.append(f"    {name} = {cond}({code(form.skips.with_changes(lpar=[], rpar=[]))}, lambda {name}: {name}.clone(), "
                  f"lambda {name}: {code(value)}, ({name},))")
     lines.append("else:\n    pass")
     head = cst.parse_statement("\n".join(lines) + "\n")

@@ -33,9 +33,10 @@ def probability(ff, node: cst.BaseExpression) -> bool:
     return isinstance(probe, cst.Name) and not ff.value(node).is_tensor
 
 
-def draw_below(rule, ff, atom: cst.BaseExpression) -> cst.BaseExpression | None:
+def draw_below(rule, ff, atom: cst.BaseExpression, inclusive: bool = False) -> cst.BaseExpression | None:
     """The probability `p` of an atom `draw < p` (or `p > draw`; the draw a name or `torch.rand([])`
-    itself), else None."""
+    itself), else None. `inclusive`: `draw <= p` and `p >= draw` too (wav2vec2-bert), which the
+    p <= 0.0 guard cannot decide (a draw can be 0.0) but the torch.cond form keeps as written."""
     if not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
         return None
     op, right = atom.comparisons[0].operator, atom.comparisons[0].comparator
@@ -43,13 +44,16 @@ def draw_below(rule, ff, atom: cst.BaseExpression) -> cst.BaseExpression | None:
     def drawn(e):
         return is_draw(rule, ff, e) or rand_call(rule, e)
 
-    if isinstance(op, cst.LessThan) and drawn(atom.left) and probability(ff, right):
+    below = (cst.LessThan, cst.LessThanEqual) if inclusive else cst.LessThan
+    above = (cst.GreaterThan, cst.GreaterThanEqual) if inclusive else cst.GreaterThan
+    if isinstance(op, below) and drawn(atom.left) and probability(ff, right):
         return right
-    if isinstance(op, cst.GreaterThan) and drawn(right) and probability(ff, atom.left):
+    if isinstance(op, above) and drawn(right) and probability(ff, atom.left):
         return atom.left
     return None
 
 
 def the_draw(rule, ff, atom: cst.Comparison) -> cst.BaseExpression:
-    """The draw of an atom `draw_below` accepts: its left side for `<`, its right side for `>`."""
-    return atom.left if isinstance(atom.comparisons[0].operator, cst.LessThan) else atom.comparisons[0].comparator
+    """The draw of an atom `draw_below` accepts: its left side for `<`/`<=`, its right side for `>`/`>=`."""
+    below = isinstance(atom.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual))
+    return atom.left if below else atom.comparisons[0].comparator
