@@ -365,7 +365,7 @@ def _drop_call(model, args, backend, seed):
 
 @pytest.mark.parametrize("mode", ["train", "eval"])
 def test_layerdrop_cond_unsafe_fix(mode):
-    """LayerDrop 0.5 in six loop shapes (GM104/invalid_layerdrop_cond.py), layers without random ops:
+    """LayerDrop 0.5 in seven loop shapes (GM104/invalid_layerdrop_cond.py), layers without random ops:
     the unsafe torch.cond form compiled (aot_eager) gives the eager original's outputs and draws under
     the same seed with no break (the original breaks in train mode); gradients are equal, except that
     a skipped layer's parameters get zeros where eager leaves None (what the fix message says). In eval

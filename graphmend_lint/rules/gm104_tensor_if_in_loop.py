@@ -92,8 +92,9 @@ class TensorIfInLoopRule(base.GraphMendRule):
                     continue
             hidden_states = decoder_layer(hidden_states, attention_mask)[0]
     ```
-    The loop body must end with the draw, the skip and one layer call `h = layer(h, ...)` or `h =
-    layer(h, ...)[0]`, and nothing after it: `if S: draw = torch.rand([]); if draw < p: continue`
+    The loop body must end with the draw, the skip and one layer call `h = layer(h, ...)`, `h =
+    layer(h, ...)[0]` or `h, b = layer(h, b, ...)` (wavlm's position bias: `torch.cond` then carries
+    both, and the layer must return tensors of their shapes and dtypes), and nothing after it: `if S: draw = torch.rand([]); if draw < p: continue`
     (bart's decoder), `draw = torch.rand([]); if S and draw < p: continue`, `skip = S and draw < p;
     if not skip: <call>` (wav2vec2), `to_drop = False; if S: ... to_drop = True; if not to_drop:
     <call>` (bart's encoder in transformers 4.x), or `skip = False; if S: draw = torch.rand([]);

@@ -12,7 +12,7 @@ from the draw to the layer call, then gets a compile-only form; eager runs it un
             <the original: draw, test, skip, layer call>
 
 Recognised ends of the loop body (each followed by nothing else; `h = layer(...)` or `h =
-layer(...)[0]` reading `h`):
+layer(...)[0]` reading `h`, or `h, b = layer(...)` reading both, as wavlm's position bias):
   - `if S: draw = torch.rand([]); if draw < p: continue`, then `h = layer(h, ...)` (bart decoder);
   - `draw = torch.rand([])`, `if S and draw < p: continue`, then the call (the draw may be inline);
   - `draw = torch.rand([])`, `skip = S and draw < p`, `if not skip: h = layer(h, ...)` (wav2vec2);
@@ -76,19 +76,35 @@ def _block(s: cst.CSTNode) -> list[cst.BaseStatement] | None:
     return None
 
 
-def _layer_call(s: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
-    """`h = <call>(..., h, ...)` or `h = <call>(...)[0]`: the name and the value."""
-    got = _assign(s)
-    if got is None:
+def _layer_call(s: cst.CSTNode) -> tuple[list[str], cst.BaseExpression] | None:
+    """`h = <call>(..., h, ...)`, `h = <call>(...)[0]`, or `h, b = <call>(..., h, ..., b, ...)`
+    (wavlm: the layer returns its position bias too): the names and the value."""
+    small = _stmt(s)
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
         return None
-    name, value = got
-    call = value
-    if isinstance(call, cst.Subscript) and len(call.slice) == 1 and isinstance(call.slice[0].slice, cst.Index) \
-            and isinstance(call.slice[0].slice.value, cst.Integer) and call.slice[0].slice.value.value == "0":
-        call = call.value
-    if not isinstance(call, cst.Call) or name not in names_in(call):
+    target, call = small.targets[0].target, small.value
+    if isinstance(target, cst.Name):
+        names = [target.value]
+        if isinstance(call, cst.Subscript) and len(call.slice) == 1 and isinstance(call.slice[0].slice, cst.Index) \
+                and isinstance(call.slice[0].slice.value, cst.Integer) and call.slice[0].slice.value.value == "0":
+            call = call.value
+    elif isinstance(target, cst.Tuple) and len(target.elements) > 1 and \
+            all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements):
+        names = [e.value.value for e in target.elements]
+    else:
         return None
-    return name, value
+    if not isinstance(call, cst.Call) or not set(names) <= names_in(call) or len(set(names)) != len(names):
+        return None
+    return names, small.value
+
+
+def _one_line(value: cst.BaseExpression) -> str | None:
+    """The layer call on one line (the layout pass wraps it again), or None when an argument spans lines."""
+    call = value.value if isinstance(value, cst.Subscript) else value
+    args = ", ".join(code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace("")))
+                     for a in call.args)
+    text = f"{code(call.func)}({args})" + (code(value)[len(code(call)):] if value is not call else "")
+    return None if "\n" in text else text
 
 
 def _decided(ff, test: cst.BaseExpression) -> bool:
@@ -249,7 +265,7 @@ def not_offered(rule, node: cst.CSTNode) -> str:
     if _loop(rule, node) is None:
         return ""
     return ("; the unsafe torch.cond form needs a loop body that ends with the draw, the skip and one layer "
-            "call `h = layer(h, ...)` or `h = layer(h, ...)[0]` (nothing after it)")
+            "call `h = layer(h, ...)`, `h = layer(h, ...)[0]` or `h, b = layer(h, b, ...)` (nothing after it)")
 
 
 def message(prob: str) -> str:
@@ -272,7 +288,12 @@ def fix(rule, node: cst.CSTNode, func: cst.FunctionDef) -> Fix | None:
     got = _recognise(rule, ff, body)
     if got is None:
         return None
-    form, name, value = got
+    form, names, value = got
+    text = _one_line(value)
+    if text is None:
+        return None
+    name = ", ".join(names)
+    kept = f"{names[0]}.clone()" if len(names) == 1 else "(" + ", ".join(f"{n}.clone()" for n in names) + ")"
     if at < form.start:
         return None
     here = sum(_count(s, {form.flag}) for s in body[form.start:])
@@ -287,8 +308,8 @@ def fix(rule, node: cst.CSTNode, func: cst.FunctionDef) -> Fix | None:
     lines = [f"if {' and '.join([f'{is_compiling}()', *map(_piece, form.static)])}:"]
     if form.draw_value is not None:
         lines.append(f"    {draw} = {code(form.draw_value)}")
-    lines.append(f"    {name} = {cond}({code(form.skips.with_changes(lpar=[], rpar=[]))}, lambda {name}: {name}.clone(), "
-                 f"lambda {name}: {code(value)}, ({name},))")
+    lines.append(f"    {name} = {cond}({code(form.skips.with_changes(lpar=[], rpar=[]))}, lambda {name}: {kept}, "
+                 f"lambda {name}: {text}, ({name}{',' if len(names) == 1 else ''}))")
     lines.append("else:\n    pass")
     head = cst.parse_statement("\n".join(lines) + "\n")
     new = head.with_changes(orelse=cst.Else(body=cst.IndentedBlock(body=body[form.start:])))
