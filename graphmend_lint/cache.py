@@ -103,9 +103,11 @@ class Cache:
         xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         return cls(Path(xdg) / "graphmend-lint", s)
 
-    def key(self, source: bytes, extra: bytes = b"") -> str:
-        """`extra`: the cross-file facts the file's result depends on (external.FileFacts.key())."""
-        return hashlib.sha256(self.prefix + source + b"\0" + extra).hexdigest()
+    def key(self, source: bytes, extra: bytes = b"", digest: str | None = None) -> str:
+        """`extra`: the cross-file facts the file's result depends on (external.FileFacts.key());
+        `digest`: the source's sha256 (hex), when the caller has it already (the project index does)."""
+        digest = digest or hashlib.sha256(source).hexdigest()
+        return hashlib.sha256(self.prefix + digest.encode() + b"\0" + extra).hexdigest()
 
     def get_json(self, kind: str, key: str):
         """A stored JSON value of another kind ("idx": file summaries, "proj": a project's index facts)."""

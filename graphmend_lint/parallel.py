@@ -344,8 +344,10 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
 
 
 def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: cache_mod.Cache | None,
-              jobs: int, data: dict[Path, bytes], quiet: set[Path] | None) -> dict[Path, FileFacts]:
-    """Facts of `members` (files of `proj`, as given) from the index of the whole project."""
+              jobs: int, data: dict[Path, bytes], quiet: set[Path] | None,
+              known: dict[Path, str] | None = None) -> dict[Path, FileFacts]:
+    """Facts of `members` (files of `proj`, as given) from the index of the whole project; `known`
+    gets each member's content digest (its cache key needs it too)."""
     given = {Path(os.path.abspath(m)): m for m in members}
     listed = root_mod.project_files(proj)
     inside = set(listed)
@@ -356,6 +358,8 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
         if d is not None:
             pdata[f] = d
     digests = {f: _digest(d) for f, d in pdata.items()}
+    if known is not None:
+        known.update((given[a], digests[a]) for a in given if a in digests)
     run, roots = _run_modules(every, pdata)
     key = _project_key(proj, run, digests, s)
     wanted = {a for a in given if a in pdata}
@@ -383,8 +387,10 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
 
 
 def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jobs: int,
-               data: dict[Path, bytes], quiet: set[Path] | None) -> dict[Path, FileFacts]:
-    """Each readable file's facts, from the index of its project (analysis/root.py)."""
+               data: dict[Path, bytes], quiet: set[Path] | None,
+               known: dict[Path, str] | None = None) -> dict[Path, FileFacts]:
+    """Each readable file's facts, from the index of its project (analysis/root.py); `known`: as
+    in `_facts_in`."""
     groups: dict[root_mod.Project, list[Path]] = {}
     by_folder: dict[Path, root_mod.Project] = {}  # a file's project depends on its folder only
     for p in paths:
@@ -395,7 +401,7 @@ def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jo
             groups.setdefault(proj, []).append(p)
     facts: dict[Path, FileFacts] = {}
     for proj, members in groups.items():
-        facts.update(_facts_in(proj, members, s, cache, jobs, data, quiet))
+        facts.update(_facts_in(proj, members, s, cache, jobs, data, quiet, known))
     return facts
 
 
@@ -430,8 +436,9 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
     outcomes: list[runner.FileOutcome | None] = [None] * len(paths)
     data = {p: d for p in paths if (d := _read(p)) is not None}
     quiet: set[Path] = set()
-    facts = _run_facts(paths, s, cache, jobs, data, quiet)
-    run_key = _run_key(cache, paths, data, facts) if not (fix or diff) else None
+    digests: dict[Path, str] = {}  # each file's content digest, from the index: hashed once a run
+    facts = _run_facts(paths, s, cache, jobs, data, quiet, digests)
+    run_key = _run_key(cache, paths, data, facts, digests) if not (fix or diff) else None
     got = cache.get_run(run_key) if run_key is not None else None  # type: ignore[union-attr]
     if got is not None and len(got) == len(paths):
         return [runner.FileOutcome(p, findings) for p, findings in zip(paths, got)]
@@ -441,9 +448,9 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
         if p in quiet and not prefilter.index_adds_compiled(ext):  # no compiled code: what the runner would say
             out = outcomes[i] = runner.FileOutcome(p)
             if cache is not None and _read(p) == data[p]:
-                cache.put(cache.key(data[p], ext.key()), out.findings)
+                cache.put(cache.key(data[p], ext.key(), digests.get(p)), out.findings)
             continue
-        hit = _cached(cache, p, s, fix or diff, data.get(p), ext) if cache is not None else None
+        hit = _cached(cache, p, s, fix or diff, data.get(p), ext, digests.get(p)) if cache is not None else None
         if hit is not None:
             outcomes[i] = hit
         else:
@@ -466,12 +473,12 @@ RUN_MIN = 64  # files: a run of fewer reads one cache entry a file about as fast
 
 
 def _run_key(cache: cache_mod.Cache | None, paths: list[Path], data: dict[Path, bytes],
-             facts: dict[Path, FileFacts]) -> str | None:
+             facts: dict[Path, FileFacts], digests: dict[Path, str]) -> str | None:
     """The key of a lint-only run's findings stored together: every file's own key (content, facts,
     settings, tool), in order. One read then serves a warm run of a whole tree."""
     if cache is None or len(paths) < RUN_MIN or any(p not in data for p in paths):
         return None
-    keys = [cache.key(data[p], facts.get(p, EMPTY).key()) for p in paths]
+    keys = [cache.key(data[p], facts.get(p, EMPTY).key(), digests.get(p)) for p in paths]
     return _digest("\0".join(keys).encode())
 
 
@@ -481,10 +488,10 @@ def _second_pass(item: tuple) -> runner.FileOutcome:
 
 
 def _cached(cache: cache_mod.Cache, path: Path, s: Settings, fixing: bool, data: bytes | None,
-            ext: FileFacts) -> runner.FileOutcome | None:
+            ext: FileFacts, digest: str | None = None) -> runner.FileOutcome | None:
     if data is None:
         return None
-    findings = cache.get(cache.key(data, ext.key()))
+    findings = cache.get(cache.key(data, ext.key(), digest))
     if findings is None:
         return None
     if fixing and any(runner.load().applicable(f, s) for f in findings):

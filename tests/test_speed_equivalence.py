@@ -191,3 +191,26 @@ def test_a_warm_run_of_many_files_reads_one_entry(fixtures, capsys, monkeypatch)
     added = [d for d in got if d not in cold]
     assert [(Path(d["filename"]).name, d["code"]) for d in added] == [(first.name, "GM201")]
     assert len(got) == len(cold) + 1
+
+
+def test_a_warm_run_hashes_each_source_once(fixtures, capsys, monkeypatch):
+    """The project index's content digest of a file also makes its cache key: a warm run hashes
+    each source's bytes once (it hashed them twice), and prints the cold run's findings."""
+    import hashlib
+
+    from graphmend_lint import parallel
+
+    cold = run(JSON, fixtures, capsys, monkeypatch)
+    hashed: list[bytes] = []
+    real = hashlib.sha256
+
+    def counting(data=b"", *args, **kwargs):
+        hashed.append(bytes(data))
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(parallel.hashlib, "sha256", counting)
+    monkeypatch.setattr(cache.hashlib, "sha256", counting)
+    assert run(JSON, fixtures, capsys, monkeypatch) == cold
+    sources = [p.read_bytes() for p in sorted(fixtures.rglob("*.py")) if p.stat().st_size > 100]
+    times = [sum(src in data for data in hashed) for src in sources]
+    assert len(sources) >= parallel.RUN_MIN and times == [1] * len(sources), times
