@@ -50,14 +50,18 @@ def _no_project(d: Path) -> bool:
 def _marker(d: Path) -> Path | None:
     chain = []
     found = None
-    for up in (d, *d.parents):
+    up = d
+    while True:  # upwards one folder at a time: the memo usually answers at the first parent
         if up in _marker_memo:
             found = _marker_memo[up]
             break
         chain.append(up)
-        if not _no_project(up) and any(os.path.lexists(up / m) for m in MARKERS):
+        if not _no_project(up) and any(os.path.lexists(os.path.join(up, m)) for m in MARKERS):
             found = up
             break
+        if up.parent == up:
+            break
+        up = up.parent
     for up in chain:
         _marker_memo[up] = found
     return found
