@@ -52,6 +52,8 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0:\n    return h * 2\ny = h * self.proj.bias\nreturn y + 1\n", "safe", "`self.proj.bias` is read in one"),
     # ... but not what may raise, nor inside a `try` (its handlers would see the names bound)
     ("if h.sum() > 0:\n    return h * 2\ny = h @ x\nreturn y\n", "none", "may raise"),
+    # fsmt's make_padding_mask: a None arm (said as such, not as a number)
+    ("m = h.eq(1)\nif not m.any():\n    m = None\nreturn m\n", "none", "a branch value is None, which torch.where"),
     ("try:\n    if h.sum() > 0:\n        return h\n    y = h + 1\n    return y\nfinally:\n    pass\n", "none",
      "inside a `try`"),
     # ... but not a call there (GM202 defers a log call to after the graph: a compiled path returning
@@ -101,7 +103,7 @@ def findings(body: str, code: str = "GM101"):
      "reads another name"),
     ("if h.sum() > 0:\n    y = h * 2\nreturn y\n", "none", "not provably bound"),
     ("if h.sum() > 0:\n    y = 1.0\nelse:\n    y = h\nreturn y\n", "none", "Python value"),
-    ("if h.sum() > 0:\n    y = None\nelse:\n    y = h\nreturn y\n", "none", "Python value"),
+    ("if h.sum() > 0:\n    y = None\nelse:\n    y = h\nreturn y\n", "none", "a branch value is None"),
     ("if h.sum() > 0:\n    y = h / mask.sum()\nelse:\n    y = h\nreturn y\n", "safe", "`mask` is read in one branch only"),
     # compile-only forms: eager keeps the `if`, the compiled path checks shapes/dtypes while tracing
     ("if h.sum() > 0:\n    y = h.mean(0, keepdim=True)\nelse:\n    y = h\nreturn y\n", "safe",

@@ -119,12 +119,12 @@ class Prover(Totality, Chains):
     def _not_tensors(self, a: cst.BaseExpression, b: cst.BaseExpression) -> str | None:
         """Why torch.where cannot take these values at all: a Python value, None, two dtypes."""
         for side in (a, b):
+            if isinstance(side, cst.Name) and side.value == "None":
+                return "a branch value is None, which torch.where cannot produce"
             val = self.ff.value(side)
             if val.kind == "static" or isinstance(side, (cst.Integer, cst.Float, cst.SimpleString)):
                 return (f"`{code(side)}` is a Python value, not a tensor: torch.where would turn it "
                         "into a tensor and code using it as a number would change")
-            if isinstance(side, cst.Name) and side.value == "None":
-                return "a branch value is None"
         va, vb = self.ff.value(a), self.ff.value(b)
         if va.is_tensor and vb.is_tensor and va.dtype and vb.dtype and va.dtype != vb.dtype:
             return f"the branch values have different dtypes ({va.dtype} vs {vb.dtype}): torch.where would promote"
