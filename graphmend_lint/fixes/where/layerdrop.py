@@ -32,7 +32,7 @@ from ...analysis import context
 from ..fix import Elsewhere, Fix, NoFix
 from ..syntax import code, flatten
 from . import layerdrop_cond
-from .layerdrop_draw import draw_below, the_draw
+from .layerdrop_draw import draw_part, is_name, the_draw
 from .layerdrop_noop import default_note, no_fix_reason
 
 
@@ -52,14 +52,13 @@ def guarded(rule, ff, test: cst.BaseExpression) -> bool:
 def rewrite(rule, ff, test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, bool] | None:
     """The test with the trace-time guard before its draw comparison, the probability's source, and
     whether `import torch` must be added."""
-    parts = flatten(test, cst.And)
-    found = [(i, p) for i, p in enumerate(parts) if draw_below(rule, ff, p) is not None]
-    if len(found) != 1:
+    got = draw_part(rule, ff, test)
+    if got is None:
         return None
-    index, atom = found[0]
-    if any(ff.value(p).kind != "static" for i, p in enumerate(parts) if i != index):
+    parts, atom, prob_node = got
+    if any(ff.value(p).kind != "static" for p in parts if p is not atom):
         return None  # another tensor test: the break stays either way
-    prob = code(draw_below(rule, ff, atom))
+    index, prob = next(i for i, p in enumerate(parts) if p is atom), code(prob_node)
     is_compiling, needs = rule.spell("torch.compiler.is_compiling")
     keep, needs_keep = rule.spell("torch._assert_async")
     guard = f"not ({is_compiling}() and {prob} <= 0.0 and {keep}({code(the_draw(rule, ff, atom))} < 1.0, \"{KEEP}\") is None)"
@@ -148,15 +147,10 @@ INCLUSIVE = ("`<=` keeps a draw of exactly 0.0, so even `{prob} <= 0.0` does not
 
 def _inclusive(rule, ff, value: cst.BaseExpression) -> str | None:
     """The probability of a binding `S and draw <= p` (S static), else None."""
-    parts = flatten(value, cst.And)
-    found = [p for p in parts if draw_below(rule, ff, p, inclusive=True) is not None]
-    if len(found) != 1 or any(ff.value(p).kind != "static" for p in parts if p is not found[0]):
+    got = draw_part(rule, ff, value, inclusive=True)
+    if got is None or any(ff.value(p).kind != "static" for p in got[0] if p is not got[1]):
         return None
-    return code(draw_below(rule, ff, found[0], inclusive=True))
-
-
-def _is_false(value: cst.BaseExpression | None) -> bool:
-    return isinstance(value, cst.Name) and value.value == "False"
+    return code(got[2])
 
 
 def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix | Elsewhere | Done | None:
@@ -166,7 +160,7 @@ def _fix_binding(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix |
     ff = rule.facts.function(func)
     for n in _tested_names(rule, ff, node.test) or []:
         every = ff.assigned.get(n.value, [])
-        values = [v for v in every if not _is_false(v)]  # `skip = False` first: decided while tracing
+        values = [v for v in every if not is_name(v, "False")]  # `skip = False` first: decided while tracing
         assign = rule.parent(values[0]) if len(values) == 1 and values[0] is not None else None
         if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or assign.value is not values[0]:
             continue

@@ -42,7 +42,7 @@ from ...analysis.bindings import dotted
 from ..fix import Fix
 from ..safety import Safety
 from ..syntax import code, flatten, names_in
-from .layerdrop_draw import draw_below, rand_call, the_draw
+from .layerdrop_draw import draw_part, is_name, rand_call, the_draw
 
 
 @dataclass(frozen=True)
@@ -115,12 +115,13 @@ def _decided(ff, test: cst.BaseExpression) -> bool:
 
 def _test(rule, ff, test: cst.BaseExpression):
     """(static conjuncts, draw, prob, comparison) of `S and draw < p` (or `<=`), else None."""
-    parts = flatten(test, cst.And)
-    found = [p for p in parts if draw_below(rule, ff, p, inclusive=True) is not None]
-    if len(found) != 1 or any(p is not found[0] and not _decided(ff, p) for p in parts):
+    got = draw_part(rule, ff, test, inclusive=True)
+    if got is None:
         return None
-    atom = found[0]
-    return [p for p in parts if p is not atom], the_draw(rule, ff, atom), draw_below(rule, ff, atom, inclusive=True), atom
+    parts, atom, prob = got
+    if any(p is not atom and not _decided(ff, p) for p in parts):
+        return None
+    return [p for p in parts if p is not atom], the_draw(rule, ff, atom), prob, atom
 
 
 def _draw_at(rule, ff, head: list, at: int, static, draw, prob, skips, flag) -> _Drop | None:
@@ -183,12 +184,12 @@ def _flag_form(rule, ff, head: list, flag: str) -> _Drop | None:
         got = _test(rule, ff, bound[1])
         return None if got is None else _draw_at(rule, ff, head, len(head) - 1, *got, flag)
     first = _assign(head[-2]) if len(head) >= 2 else None
-    if first is None or first[0] != flag or not (isinstance(first[1], cst.Name) and first[1].value == "False"):
+    if first is None or first[0] != flag or not is_name(first[1], "False"):
         return None
 
     def sets_flag(s) -> bool:
         got = _assign(s)
-        return got is not None and got[0] == flag and isinstance(got[1], cst.Name) and got[1].value == "True"
+        return got is not None and got[0] == flag and is_name(got[1], "True")
 
     nested = _nested(rule, ff, head[-1], sets_flag, flag)
     if nested is None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..syntax import flatten
+
 
 def is_draw(rule, ff, node: cst.BaseExpression) -> bool:
     """`node` is a name bound once in the function, to `torch.rand([])` (one element, one call)."""
@@ -51,6 +53,21 @@ def draw_below(rule, ff, atom: cst.BaseExpression, inclusive: bool = False) -> c
     if isinstance(op, above) and drawn(right) and probability(ff, atom.left):
         return atom.left
     return None
+
+
+def draw_part(rule, ff, test: cst.BaseExpression, inclusive: bool = False):
+    """(the `and` operands of `test`, the one that compares a draw below a probability, that
+    probability) when exactly one does (`draw_below`), else None."""
+    parts = flatten(test, cst.And)
+    found = [(p, prob) for p in parts if (prob := draw_below(rule, ff, p, inclusive)) is not None]
+    if len(found) != 1:
+        return None
+    return parts, *found[0]
+
+
+def is_name(node: cst.BaseExpression | None, name: str) -> bool:
+    """`node` is the bare name `name` (`False`, `True`)."""
+    return isinstance(node, cst.Name) and node.value == name
 
 
 def the_draw(rule, ff, atom: cst.Comparison) -> cst.BaseExpression:
