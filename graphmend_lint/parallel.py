@@ -98,13 +98,15 @@ def _map(fn, items: list, jobs: int) -> list:
 
 # -- one file ------------------------------------------------------------------------
 def check_one(path: Path, s: Settings, fix: bool, diff: bool, cache: cache_mod.Cache | None,
-              ext: FileFacts = EMPTY, before: bytes | None = None) -> runner.FileOutcome:
-    before = before if before is not None or cache is None else _read(path)
+              ext: FileFacts = EMPTY, before: bytes | None = None, digest: str | None = None) -> runner.FileOutcome:
+    """`digest`: the sha256 of `before`, when the caller has it (the project index's)."""
+    if before is None and cache is not None:
+        before, digest = _read(path), None
     out = runner.check_file(path, s, fix=fix, diff=diff, ext=ext)
     out.findings = [cache_mod.portable(f) for f in out.findings]
     if (cache is not None and before is not None and out.error is None and not out.fixed and not out.diff
             and _read(path) == before):  # store only what was computed from the bytes now on disk
-        cache.put(cache.key(before, ext.key()), out.findings)
+        cache.put(cache.key(before, ext.key(), digest), out.findings)
     return out
 
 
@@ -460,8 +462,8 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
     if len(rest) > 1:  # workers are forked next: they need none of the index (their GC would walk it)
         _indexes.clear()
         gc.collect()
-    done = _map(_second_pass, [(paths[i], s, fix, diff, cache, facts.get(paths[i], EMPTY), data.get(paths[i]))
-                               for i in rest], jobs)
+    done = _map(_second_pass, [(paths[i], s, fix, diff, cache, facts.get(paths[i], EMPTY), data.get(paths[i]),
+                                digests.get(paths[i])) for i in rest], jobs)
     for i, out in zip(rest, done):
         outcomes[i] = out
     if run_key is not None and all(o.error is None for o in outcomes) and all(_read(p) == data[p] for p in paths):
@@ -483,8 +485,8 @@ def _run_key(cache: cache_mod.Cache | None, paths: list[Path], data: dict[Path, 
 
 
 def _second_pass(item: tuple) -> runner.FileOutcome:
-    path, s, fix, diff, cache, ext, before = item
-    return check_one(path, s, fix, diff, cache, ext, before)
+    path, s, fix, diff, cache, ext, before, digest = item
+    return check_one(path, s, fix, diff, cache, ext, before, digest)
 
 
 def _cached(cache: cache_mod.Cache, path: Path, s: Settings, fixing: bool, data: bytes | None,

@@ -193,14 +193,14 @@ def test_a_warm_run_of_many_files_reads_one_entry(fixtures, capsys, monkeypatch)
     assert len(got) == len(cold) + 1
 
 
-def test_a_warm_run_hashes_each_source_once(fixtures, capsys, monkeypatch):
-    """The project index's content digest of a file also makes its cache key: a warm run hashes
-    each source's bytes once (it hashed them twice), and prints the cold run's findings."""
+def test_a_run_hashes_each_source_once(fixtures, capsys, monkeypatch):
+    """The project index's content digest of a file also makes its cache keys: a cold run (its
+    first pass, lint and store) and a warm run each hash each source's bytes once (they hashed
+    them twice), and print the same findings."""
     import hashlib
 
     from graphmend_lint import parallel
 
-    cold = run(JSON, fixtures, capsys, monkeypatch)
     hashed: list[bytes] = []
     real = hashlib.sha256
 
@@ -210,7 +210,12 @@ def test_a_warm_run_hashes_each_source_once(fixtures, capsys, monkeypatch):
 
     monkeypatch.setattr(parallel.hashlib, "sha256", counting)
     monkeypatch.setattr(cache.hashlib, "sha256", counting)
-    assert run(JSON, fixtures, capsys, monkeypatch) == cold
     sources = [p.read_bytes() for p in sorted(fixtures.rglob("*.py")) if p.stat().st_size > 100]
-    times = [sum(src in data for data in hashed) for src in sources]
-    assert len(sources) >= parallel.RUN_MIN and times == [1] * len(sources), times
+    assert len(sources) >= parallel.RUN_MIN
+    runs = []
+    for _ in ("cold", "warm"):
+        hashed.clear()
+        runs.append(run([*JSON, "--jobs", "1"], fixtures, capsys, monkeypatch))  # workers in this process
+        times = [sum(src in data for data in hashed) for src in sources]
+        assert times == [1] * len(sources), times
+    assert runs[0] == runs[1]
