@@ -29,7 +29,7 @@ CONFIG = {
     "GM907": ({**SCALARS, **SHAPES}, False), "GM908": ({**SCALARS, **SHAPES}, False),
     "GM909": ({**SCALARS, **SHAPES}, False), "GM910": ({**SCALARS, **SHAPES}, False),
     "GM911": ({**SCALARS, **SHAPES}, False), "GM913": ({**SCALARS, **SHAPES}, False), "GM914": ({**SCALARS, **SHAPES}, False),
-    "GM916": ({**SCALARS, **SHAPES}, False),
+    "GM916": ({**SCALARS, **SHAPES}, False), "GM917": ({**SCALARS, **SHAPES}, False),
 }
 
 

@@ -77,6 +77,12 @@ BREAKS = [
     ("GM913", "with torch.backends.cudnn.flags(enabled=False): y = y + 1"),
     ("GM914", "self.lin = self.lin.to(torch.float64); y = self.lin(y.double()).float()"),
     ("GM916", "h = x[:, :8]; h.requires_grad = True; y = y + self.lin(h)"),
+    ("GM917", "y = y + np.isin([1, 2], [2]).sum()"),
+    ("GM917", "y = y + np.iterable([1])"),
+    ("GM917", "y = y * np.ndim(y)"),
+    ("GM917", "y = y * np.allclose(1.0, 1.0)"),
+    ("GM917", "y = y + np.isscalar(3)"),
+    ("GM917", "a = np.sqrt(8.0); y = y * 2 if np.ndim(a) == 0 else y"),  # np.ndim's break, not GM915's `if`
 ]
 NO_BREAK = [
     "y = y + x.cpu()",
@@ -90,6 +96,8 @@ NO_BREAK = [
     "y = y.reshape(-1, y.shape[1])",
     "y = self.lin(y.to(torch.float32))",
     "with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH): y = y + 1",
+    "y = y + np.issubdtype(np.float32, np.floating)",
+    "y = y * np.prod(y.shape) + np.isclose(1.0, 1.0)",
 ]
 
 

@@ -14,9 +14,39 @@ import libcst as cst
 from .. import fastwalk
 from .bindings import dotted
 
-# numpy names that are constants or types while tracing, not traced values
+# numpy names that are constants or types while tracing, not traced values (`issubdtype` of
+# constants is folded to a Python bool: measured, 0 breaks)
 NOT_VALUES = {"dtype", "finfo", "iinfo", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-              "uint8", "bool_", "result_type", "promote_types", "can_cast", "ndim", "shape", "isscalar"}
+              "uint8", "bool_", "result_type", "promote_types", "can_cast", "ndim", "shape", "isscalar",
+              "issubdtype"}
+# `numpy.<f>` that torch._numpy lacks (torch 2.13, numpy 2.4): Dynamo breaks at the call, GB0294
+# "attempted to trace numpy function unsupported by PyTorch", whatever the arguments.
+# tests/test_gm917_numpy_calls.py checks the list against the installed torch.
+UNTRACED = frozenset({
+    "apply_along_axis", "apply_over_axes", "argpartition", "array2string", "array_repr", "array_str",
+    "asanyarray", "asarray_chkfinite", "asfortranarray", "asmatrix", "astype", "base_repr",
+    "binary_repr", "bitwise_count", "block", "bmat", "busday_count", "busday_offset", "compress",
+    "cumulative_prod", "cumulative_sum", "datetime_as_string", "datetime_data", "delete", "digitize",
+    "ediff1d", "einsum_path", "extract", "format_float_positional", "format_float_scientific", "frexp",
+    "frombuffer", "fromfile", "fromfunction", "fromiter", "frompyfunc", "fromregex", "fromstring",
+    "genfromtxt", "get_include", "get_printoptions", "getbufsize", "geterr", "geterrcall",
+    "histogram_bin_edges", "info", "insert", "interp", "intersect1d", "is_busday", "isdtype",
+    "isfortran", "isin", "isnat", "iterable", "ix_", "lexsort", "load", "loadtxt", "mask_indices",
+    "matrix_transpose", "matvec", "may_share_memory", "mintypecode", "nanargmax", "nanargmin",
+    "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod",
+    "nanquantile", "nanstd", "nansum", "nanvar", "nested_iters", "packbits", "partition", "piecewise",
+    "place", "poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub",
+    "polyval", "printoptions", "promote_types", "putmask", "ravel_multi_index", "require", "roots",
+    "save", "savetxt", "savez", "savez_compressed", "select", "set_printoptions", "setbufsize",
+    "setdiff1d", "seterr", "seterrcall", "setxor1d", "shares_memory", "show_config", "show_runtime",
+    "sort_complex", "spacing", "test", "trapezoid", "trim_zeros", "typename", "union1d", "unique_all",
+    "unique_counts", "unique_inverse", "unique_values", "unpackbits", "unravel_index", "unstack",
+    "unwrap", "vecdot", "vecmat",
+})
+# `numpy.<f>` that torch._numpy has but that return a Python value (bool, int, dtype), not an
+# array: GB0208 "torch.* op returned non-Tensor" at the call (measured on constants and tensors).
+NOT_ARRAY = frozenset({"isscalar", "ndim", "size", "result_type", "can_cast", "iscomplexobj", "isrealobj",
+                       "array_equal", "array_equiv", "allclose", "min_scalar_type", "common_type"})
 MAX_DEPTH = 8
 
 
@@ -28,7 +58,37 @@ def numpy_call(b, node: cst.CSTNode) -> str | None:
     q = b.qualify(node.func)
     if q is None or not q.startswith("numpy.") or q.startswith("numpy.random.") or q[6:] in NOT_VALUES:
         return None
+    if q[6:] in UNTRACED or q[6:] in NOT_ARRAY:  # the call itself breaks: GM917's
+        return None
     return q
+
+
+# NOT_VALUES that are functions of a value (not scalar types): their result is a constant or a
+# Python value, never a traced NumPy value
+_QUERIES = {"dtype", "finfo", "iinfo", "result_type", "promote_types", "can_cast", "ndim", "shape", "isscalar",
+            "issubdtype"}
+
+
+def _python_value(q: str | None) -> bool:
+    return (q is not None and q.startswith("numpy.") and q.count(".") == 1
+            and (q[6:] in _QUERIES or breaking_call(q) is not None))
+
+
+def breaking_call(q: str | None) -> str | None:
+    """The graph-break id of a call of `q` (a qualified name) when it is a NumPy function that
+    breaks the graph by itself, else None."""
+    if q is None or not q.startswith("numpy.") or q.count(".") != 1:
+        return None
+    if q[6:] in UNTRACED:
+        return "GB0294"
+    if q[6:] in NOT_ARRAY:
+        return "GB0208"
+    return None
+    if q[6:] in UNTRACED:
+        return q, "GB0294"
+    if q[6:] in NOT_ARRAY:
+        return q, "GB0208"
+    return None
 
 
 def compile_branch(b, node: cst.IfExp) -> bool:
@@ -53,6 +113,8 @@ def _walk(mf, func, node, out, seen, depth) -> None:
     if depth > MAX_DEPTH:
         return
     b = mf.bindings
+    if isinstance(node, cst.Call) and _python_value(b.qualify(node.func)):
+        return  # `np.issubdtype(a.dtype, ...)`, `np.ndim(a)`: not a NumPy value, whatever `a` is
     if numpy_call(b, node) is not None:
         if (func, node) not in seen:
             seen.add((func, node))

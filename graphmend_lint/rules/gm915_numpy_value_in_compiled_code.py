@@ -32,7 +32,9 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
     every NumPy source gives an integer whatever its arguments (`np.lcm`, `np.gcd`), and
     `bool()` always. A NumPy value used only in arithmetic with tensors (`x / np.sqrt(d)`) or
     as a size does not break and is not reported (but `int()` of it as a size does, and is a
-    known gap when the conversion is not reported). `np.random` draws are GM910's.
+    known gap when the conversion is not reported). `np.random` draws are GM910's; NumPy calls that
+    break by themselves (`np.isin`, `np.ndim`, `np.allclose`, ...) are GM917's. `np.issubdtype` of
+    constants is folded while tracing (0 breaks): its result is a Python bool, not reported.
 
     ## Example
     ```python
