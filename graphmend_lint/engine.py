@@ -98,7 +98,8 @@ class _Replace(cst.CSTTransformer):
 
 def apply_fixes(module: cst.Module, fixes: list, parents: dict | None = None) -> cst.Module:
     """`parents`: fastwalk.parents(module), when the caller has it."""
-    parents = fastwalk.parents(module) if parents is None else parents
+    if parents is None or any(type(f.node) in fastwalk.TRIVIAL for f in fixes):
+        parents = fastwalk.parents(module, every=True)
     path: set = {module}
     for f in fixes:
         n = parents.get(f.node)

@@ -74,7 +74,30 @@ _MISSING = object()
 _is_node: dict[type, bool] = {}
 
 
-def _walk(root: cst.CSTNode, on_visit: Callable, on_leave: Callable, visitor: cst.CSTVisitor) -> None:
+def _trivial() -> frozenset[type]:
+    ops = (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp)
+    return frozenset({
+        cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline, cst.EmptyLine,
+        cst.Comment, cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.LeftParen, cst.RightParen,
+        cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.ImportStar,
+        cst.Asynchronous,
+        *(c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, ops) and c not in ops)})
+
+
+# Node classes that hold only whitespace, comments and tokens (about two thirds of a module's nodes):
+# a walk for hooks on other classes skips them (tests/test_speed_walk.py checks what they hold).
+TRIVIAL = _trivial()
+_TRIVIAL_NAMES = tuple(c.__name__ for c in TRIVIAL)
+
+
+def _skip(has_hook: Callable[[str], bool]) -> frozenset[type]:
+    """TRIVIAL, unless a visitor hooks one of its classes (a comment, a comma...): then nothing."""
+    return frozenset() if any(has_hook(n) for n in _TRIVIAL_NAMES) else TRIVIAL
+
+
+def _walk(root: cst.CSTNode, on_visit: Callable, on_leave: Callable, visitor: cst.CSTVisitor,
+          skip: frozenset[type] = frozenset()) -> None:
+    """Visit `root`'s subtree in libcst's order; nodes of the classes in `skip` are not visited."""
     orders, is_node = _orders, _is_node
 
     def walk(node: cst.CSTNode) -> None:
@@ -90,8 +113,9 @@ def _walk(root: cst.CSTNode, on_visit: Callable, on_leave: Callable, visitor: cs
                 t = v.__class__
                 if t is tuple or t is list:
                     for c in v:
-                        walk(c)
-                else:
+                        if c.__class__ not in skip:
+                            walk(c)
+                elif t not in skip:
                     known = is_node.get(t)
                     if known is None:
                         known = is_node[t] = issubclass(t, cst.CSTNode)
@@ -117,6 +141,9 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         _walk(node, visitor.on_visit, visitor.on_leave, visitor)
         return
     # CSTVisitor.on_visit/on_leave look up `visit_<Class>` per node; look up once per class instead
+    skip = _skips.get(cls)
+    if skip is None:
+        skip = _skips[cls] = _skip(lambda n: bool(_hook(visitor, "visit_" + n) or _hook(visitor, "leave_" + n)))
     visits: dict[type, Callable | None] = {}
     leaves: dict[type, Callable | None] = {}
 
@@ -135,11 +162,15 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         if fn is not None:
             fn(n)
 
-    _walk(node, on_visit, on_leave, visitor)
+    _walk(node, on_visit, on_leave, visitor, skip)
 
 
-def parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
-    """The same mapping as libcst's ParentNodeProvider (child -> parent); read-only.
+_skips: dict[type, frozenset[type]] = {}
+
+
+def parents(module: cst.Module, every: bool = False) -> dict[cst.CSTNode, cst.CSTNode]:
+    """libcst's ParentNodeProvider mapping (child -> parent) for every node but the TRIVIAL ones
+    (none of which holds another kind of node); `every`: the whole mapping. Read-only.
     A lint computes it once per module: its file context keeps it (analysis/filecontext.py)."""
     out: dict[cst.CSTNode, cst.CSTNode] = {}
     stack: list[cst.CSTNode] = []
@@ -154,7 +185,8 @@ def parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
         def on_leave(self, node: cst.CSTNode) -> None:
             stack.pop()
 
-    visit(module, _P())
+    p = _P()
+    _walk(module, p.on_visit, p.on_leave, p, frozenset() if every else TRIVIAL)
     return out
 
 
@@ -225,7 +257,8 @@ def visit_batched(module: cst.Module, visitors: list, metadata: dict | None = No
             fn(node)
 
     try:
-        _walk(module, on_visit, on_leave, _BatchedCSTVisitor(methods))
+        _walk(module, on_visit, on_leave, _BatchedCSTVisitor(methods),
+              _skip(lambda n: f"visit_{n}" in methods or f"leave_{n}" in methods))
     finally:
         for v in visitors:
             v.metadata = {}

@@ -103,8 +103,41 @@ def test_same_events_and_parents(name, module):
     fastwalk.visit(module, ours)
     assert ours.events == theirs.events
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    assert fastwalk.parents(module) == dict(wrapper.resolve(ParentNodeProvider))
+    theirs = dict(wrapper.resolve(ParentNodeProvider))
+    assert fastwalk.parents(module, every=True) == theirs
+    assert fastwalk.parents(module) == {k: v for k, v in theirs.items() if type(k) not in fastwalk.TRIVIAL}
     assert fastwalk.positions(module) == dict(wrapper.resolve(PositionProvider))
+    # what a walk skips holds nothing else: no rule hook is missed below a trivial node
+    for child, parent in theirs.items():
+        assert type(parent) not in fastwalk.TRIVIAL or type(child) in fastwalk.TRIVIAL, (parent, child)
+
+
+class _Hooks(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.seen: list = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.seen.append(("name", id(node)))
+
+    def leave_Call(self, node: cst.Call) -> None:
+        self.seen.append(("call", id(node)))
+
+
+class _CommentHooks(_Hooks):
+    def visit_Comment(self, node: cst.Comment) -> None:
+        self.seen.append(("comment", id(node)))
+
+
+@pytest.mark.parametrize("hooks", [_Hooks, _CommentHooks])
+def test_class_hooks_see_what_libcst_shows_them(hooks):
+    """A visitor's hooks get the same nodes in the same order; one that hooks a trivial class
+    (comments) walks everything."""
+    module = cst.parse_module(ZOO + "x = f(a)  # c\n# d\n")
+    theirs, ours = hooks(), hooks()
+    module.visit(theirs)
+    fastwalk.visit(module, ours)
+    assert ours.seen == theirs.seen and len(ours.seen) > 50
+    assert any(kind == "comment" for kind, _ in ours.seen) is (hooks is _CommentHooks)
 
 
 def test_every_node_class_has_a_readable_order():
