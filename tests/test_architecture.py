@@ -33,6 +33,7 @@ ALLOWED_STATE = {
     ("graphmend_lint.fastwalk", "_orders"): "per libcst node class: its child order, read from libcst's source",
     ("graphmend_lint.fastwalk", "_is_node"): "per Python type: whether it is a libcst node",
     ("graphmend_lint.fastwalk", "_visitor_names"): "per visitor class: its hook names",
+    ("graphmend_lint.fastwalk", "_skips"): "per visitor class: the node classes its walk skips (none it hooks)",
     ("graphmend_lint.parallel", "_memo"): "per project content key (every file's digest): the facts of the "
                                           "project's files, so one process (a CLI run over several groups, the "
                                           "language server, Fixit's per-file calls) indexes a project once",
