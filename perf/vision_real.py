@@ -29,14 +29,18 @@ from pathlib import Path
 SEEDS = 3
 TRANSFORMS = [("RandomHorizontalFlip", "p"), ("RandomVerticalFlip", "p"), ("RandomGrayscale", "p"),
               ("RandomErasing", "p"), ("RandomPerspective", "p")]
+V2 = ["RandomHorizontalFlip", "RandomVerticalFlip", "RandomGrayscale"]  # `if torch.rand(1) >= self.p: return`
 TIMM = ["resnet18", "vit_tiny_patch16_224", "convnext_atto", "efficientnet_b0"]
 
 
-def _transforms(T):
+def _transforms(T, v2):
     out = []
     for name, arg in TRANSFORMS:
         for p in (0.0, 0.5):
             out.append((f"{name}(p={p})", lambda name=name, arg=arg, p=p: getattr(T, name)(**{arg: p})))
+    for name in V2:
+        for p in (0.0, 0.5):
+            out.append((f"v2.{name}(p={p})", lambda name=name, p=p: getattr(v2, name)(p=p)))
     out.append(("Normalize", lambda: T.Normalize([0.5, 0.4, 0.3], [0.2, 0.25, 0.3])))
     return out
 
@@ -47,12 +51,13 @@ def child(root: str, backend: str, out: str) -> None:
     import torch
     import torchvision
     import torchvision.transforms as T
+    from torchvision.transforms import v2
 
     from graphmend_lint.verify.recorder import Recorder
 
     assert torchvision.__file__.startswith(root) and timm.__file__.startswith(root)
     got: dict = {"torchvision": torchvision.__version__, "timm": timm.__version__, "cases": {}}
-    for name, make in _transforms(T):
+    for name, make in _transforms(T, v2):
         rows = []
         for seed in range(SEEDS):
             torch._dynamo.reset()
@@ -64,7 +69,7 @@ def child(root: str, backend: str, out: str) -> None:
                 y = run(x)
             rows.append({"y": y.tolist(), "after": torch.rand(3).tolist(), "breaks": len(rec.breaks)})
         scripted = None
-        if backend == "eager":
+        if backend == "eager" and not name.startswith("v2."):  # v2 transforms are not scriptable
             try:
                 s = torch.jit.script(make())
                 torch.manual_seed(0)

@@ -21,6 +21,7 @@ from torch._dynamo.testing import CompileCounterWithBackend
 TRANSFORM = FIXTURES / "GM101" / "invalid_random_transform.py"
 LAYERDROP = FIXTURES / "GM104" / "invalid_layerdrop_encoder.py"
 FLIP = FIXTURES / "GM101" / "invalid_random_flip_param_default.py"  # p defaults to 0.5; make() passes 0.0
+APPLY = FIXTURES / "GM101" / "invalid_random_apply_skip.py"  # `if torch.rand(1) >= self.p: return img`
 
 
 def _load(path, tag):
@@ -78,7 +79,7 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
-@pytest.mark.parametrize("case", [TRANSFORM, LAYERDROP, FLIP], ids=lambda p: p.stem)
+@pytest.mark.parametrize("case", [TRANSFORM, LAYERDROP, FLIP, APPLY], ids=lambda p: p.stem)
 def test_random_stream_kept_under_aot_eager(case, train):
     """aot_eager with its defaults (no fallback_random): equal outputs and the same next random
     numbers as the eager original, and the break gone (one graph per call site)."""
@@ -157,12 +158,13 @@ def test_fix_offered_where_p_may_be_zero(name, default):
     assert (f"`self.p` defaults to {default} (`__init__`)" in f.message) == (default is not None)
 
 
-def test_flip_default_fix_is_not_a_no_op():
-    """torchvision's `p: float = 0.5` proves nothing about a caller's p. The fixed flip, compiled
-    (aot_eager), gives eager's outputs and random stream at both values; at p = 0.0 the guard
-    removes the break (one graph), at the default the break stays (as many graphs as the original
-    compiled)."""
-    orig_mod, fixed_mod = _load(FLIP, "o3"), _load(_fixed(FLIP), "f3")
+@pytest.mark.parametrize("case", [FLIP, APPLY], ids=lambda p: p.stem)
+def test_flip_default_fix_is_not_a_no_op(case):
+    """torchvision's `p: float = 0.5` proves nothing about a caller's p. The fixed flip (and the v2
+    form, `draw >= p` skips), compiled (aot_eager), gives eager's outputs and random stream at both
+    values; at p = 0.0 the guard removes the break (one graph), at 0.5 the break stays (as many
+    graphs as the original compiled)."""
+    orig_mod, fixed_mod = _load(case, "o3"), _load(_fixed(case), "f3")
     x = torch.randn(2, 8)
     for p in (0.0, 0.5):
         torch.manual_seed(0)

@@ -32,7 +32,7 @@ from ...analysis import context
 from ..fix import Elsewhere, Fix, NoFix
 from ..syntax import code, flatten
 from . import layerdrop_cond
-from .layerdrop_draw import draw_part, is_name, the_draw
+from .layerdrop_draw import draw_at_least, draw_part, is_name, the_draw
 from .layerdrop_noop import default_note, no_fix_reason
 
 
@@ -43,6 +43,9 @@ def guarded(rule, ff, test: cst.BaseExpression) -> bool:
         if isinstance(part, cst.UnaryOperation) and isinstance(part.operator, cst.Not):
             head = flatten(part.expression, cst.And)[0]
             if context.is_compiling_check(head, rule.facts.bindings):
+                return True
+        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.Or):  # `draw >= p`'s form
+            if context.is_compiling_check(flatten(part.left, cst.And)[0], rule.facts.bindings):
                 return True
         if ff.value(part).kind != "static":
             return False
@@ -70,6 +73,24 @@ def rewrite(rule, ff, test: cst.BaseExpression) -> tuple[cst.BaseExpression, str
 KEEP = "keeps the draw of torch.rand"  # the message of the check that keeps a draw under compile
 
 
+def rewrite_at_least(rule, ff, test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, bool] | None:
+    """`draw >= p` (True whenever p <= 0.0): `(is_compiling() and p <= 0.0 and <keep the draw>) or
+    draw >= p`, with the same parts as `rewrite`; each path still draws exactly once."""
+    parts = flatten(test, cst.And)
+    found = [(p, got) for p in parts if (got := draw_at_least(rule, ff, p)) is not None]
+    if len(found) != 1:
+        return None
+    atom, (draw, prob_node) = found[0]
+    if any(ff.value(p).kind != "static" for p in parts if p is not atom):
+        return None
+    prob = code(prob_node)
+    is_compiling, needs = rule.spell("torch.compiler.is_compiling")
+    keep, needs_keep = rule.spell("torch._assert_async")
+    guard = f"({is_compiling}() and {prob} <= 0.0 and {keep}({code(draw)} < 1.0, \"{KEEP}\") is None) or {code(atom)}"
+    texts = [f"({guard})" if len(parts) > 1 and p is atom else guard if p is atom else code(p) for p in parts]
+    return cst.parse_expression(" and ".join(texts)), prob, needs or needs_keep
+
+
 class Done(enum.Enum):
     FIXED = "fixed already"  # the test is decided while tracing when the probability is 0.0
 
@@ -83,6 +104,9 @@ def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix | 
         return Done.FIXED
     got = rewrite(rule, rule.facts.function(func), node.test)
     if got is None:
+        at_least = rewrite_at_least(rule, rule.facts.function(func), node.test)
+        if at_least is not None:
+            return _fix_at_least(rule, node, *at_least)
         return _fix_binding(rule, node, func)
     test, prob, needs = got
     noop = no_fix_reason(rule, node, node.test, prob)
@@ -90,6 +114,17 @@ def fix(rule, node: cst.If | cst.IfExp, func: cst.FunctionDef) -> Fix | NoFix | 
         return layerdrop_cond.fix(rule, node, func) or NoFix(noop + layerdrop_cond.not_offered(rule, node))
     return Fix(node.with_changes(test=test), title=message(prob) + default_note(rule, node, prob),
                needs_torch_import=needs)
+
+
+def _fix_at_least(rule, node: cst.If | cst.IfExp, test: cst.BaseExpression, prob: str, needs: bool) -> Fix | NoFix:
+    noop = no_fix_reason(rule, node, node.test, prob)
+    if noop is not None:
+        return NoFix(noop)
+    title = (f"fix: while tracing, `{prob} <= 0.0` (the usual config) decides the test, True, as a draw of "
+             "torch.rand is never below 0.0 (the draw is still made, and kept, so later random numbers are "
+             f"unchanged); eager runs the test unchanged. With `{prob}` > 0.0 the graph still breaks here: "
+             "the draw decides on every call")
+    return Fix(node.with_changes(test=test), title=title + default_note(rule, node, prob), needs_torch_import=needs)
 
 
 def message(prob: str) -> str:

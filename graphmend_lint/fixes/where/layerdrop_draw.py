@@ -42,16 +42,29 @@ def draw_below(rule, ff, atom: cst.BaseExpression, inclusive: bool = False) -> c
     if not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
         return None
     op, right = atom.comparisons[0].operator, atom.comparisons[0].comparator
-
-    def drawn(e):
-        return is_draw(rule, ff, e) or rand_call(rule, e)
-
     below = (cst.LessThan, cst.LessThanEqual) if inclusive else cst.LessThan
     above = (cst.GreaterThan, cst.GreaterThanEqual) if inclusive else cst.GreaterThan
-    if isinstance(op, below) and drawn(atom.left) and probability(ff, right):
+    if isinstance(op, below) and _drawn(rule, ff, atom.left) and probability(ff, right):
         return right
-    if isinstance(op, above) and drawn(right) and probability(ff, atom.left):
+    if isinstance(op, above) and _drawn(rule, ff, right) and probability(ff, atom.left):
         return atom.left
+    return None
+
+
+def _drawn(rule, ff, e: cst.BaseExpression) -> bool:
+    return is_draw(rule, ff, e) or rand_call(rule, e)
+
+
+def draw_at_least(rule, ff, atom: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """(the draw, the probability `p`) of an atom `draw >= p` (or `p <= draw`), which is True
+    whenever p <= 0.0: torchvision's v2 transforms, `if torch.rand(1) >= self.p: return inpt`."""
+    if not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
+        return None
+    op, right = atom.comparisons[0].operator, atom.comparisons[0].comparator
+    if isinstance(op, cst.GreaterThanEqual) and _drawn(rule, ff, atom.left) and probability(ff, right):
+        return atom.left, right
+    if isinstance(op, cst.LessThanEqual) and _drawn(rule, ff, right) and probability(ff, atom.left):
+        return right, atom.left
     return None
 
 
