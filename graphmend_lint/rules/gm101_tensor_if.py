@@ -95,7 +95,10 @@ class TensorIfRule(base.GraphMendRule):
     AOTAutograd drops a draw whose value is unused (measured, torch 2.13 `aot_eager`: without it the
     next random number after the site differs from eager's, so later dropout masks differ). The same
     holds for random transforms (`if torch.rand(1) < self.p:`, torchvision), whose inline draw is
-    written in the guard too: eager, and compiled with any p, each draw exactly once. Compiled random
+    written in the guard too: eager, and compiled with any p, each draw exactly once. torchvision's v2
+    transforms skip instead (`if torch.rand(1) >= self.p: return inpt`, True whenever p <= 0.0): the
+    same guard comes first, joined by `or` (`(torch.compiler.is_compiling() and self.p <= 0.0 and
+    torch._assert_async(...) is None) or torch.rand(1) >= self.p`). Compiled random
     ops equal eager's under `aot_eager` and under Inductor with `torch._inductor.config.fallback_random
     = True` (without it Inductor draws its own numbers, for any model). With a layerdrop above
     0.0 the graph still breaks there: the draw decides on every call which layers run, and neither
