@@ -439,6 +439,21 @@ def test_gm104_layerdrop_inclusive(gate, safety, words):
     assert ("draw <= self.layerdrop," in result.source.decode()) == (safety == "unsafe")
 
 
+@pytest.mark.parametrize("test,reported", [
+    ("torch.rand(1) >= self.p", True),  # torchvision v2: fixed with the guard joined by `or`
+    ("(torch.compiler.is_compiling() and self.p <= 0.0 and torch._assert_async(torch.rand(1) < 1.0, 'k') "
+     "is None) or torch.rand(1) >= self.p", False),  # that fix, linted again
+    ("(torch.compiler.is_compiling() and self.fast) or x.sum() > 0", True),  # a user's own test: still a break
+])
+def test_draw_at_least_guard_and_what_counts_as_it(test, reported):
+    src = (f"import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+           f"        if {test}:\n            return x\n        return x.roll(1, -1)\n")
+    found = [f for f in engine.check(src.encode(), Settings()).findings if f.code == "GM101"]
+    assert bool(found) is reported
+    if found and "rand" in test:
+        assert found[0].safety.value == "safe" and "decides the test, True" in found[0].message
+
+
 # issue 24, eager verbatim: a proved-exact torch.where is still compile-only (the short form, eager
 # too, was slower in eager in every case perf/eager_short_form.py measured)
 PROVED_IF = "if h.sum() > 0:\n    y = h * 2\nelse:\n    y = h - 1\nreturn y\n"

@@ -44,7 +44,8 @@ def guarded(rule, ff, test: cst.BaseExpression) -> bool:
             head = flatten(part.expression, cst.And)[0]
             if context.is_compiling_check(head, rule.facts.bindings):
                 return True
-        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.Or):  # `draw >= p`'s form
+        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.Or) and \
+                draw_at_least(rule, ff, part.right) is not None:  # the `draw >= p` fix
             if context.is_compiling_check(flatten(part.left, cst.And)[0], rule.facts.bindings):
                 return True
         if ff.value(part).kind != "static":
