@@ -14,11 +14,12 @@ import libcst as cst
 from .. import fastwalk
 from .bindings import dotted
 
-# numpy names that are constants or types while tracing, not traced values (`issubdtype` of
-# constants is folded to a Python bool: measured, 0 breaks)
-NOT_VALUES = {"dtype", "finfo", "iinfo", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-              "uint8", "bool_", "result_type", "promote_types", "can_cast", "ndim", "shape", "isscalar",
-              "issubdtype"}
+# numpy functions whose result is a constant or a Python value, never a traced NumPy value, whatever
+# their arguments (`issubdtype` of constants is folded to a Python bool: measured, 0 breaks)
+_QUERIES = {"dtype", "finfo", "iinfo", "result_type", "promote_types", "can_cast", "ndim", "shape", "isscalar",
+            "issubdtype"}
+# numpy names that are constants or types while tracing, not traced values
+NOT_VALUES = _QUERIES | {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_"}
 # `numpy.<f>` that torch._numpy lacks (torch 2.13, numpy 2.4): Dynamo breaks at the call, GB0294
 # "attempted to trace numpy function unsupported by PyTorch", whatever the arguments.
 # tests/test_gm917_numpy_calls.py checks the list against the installed torch.
@@ -63,15 +64,10 @@ def numpy_call(b, node: cst.CSTNode) -> str | None:
     return q
 
 
-# NOT_VALUES that are functions of a value (not scalar types): their result is a constant or a
-# Python value, never a traced NumPy value
-_QUERIES = {"dtype", "finfo", "iinfo", "result_type", "promote_types", "can_cast", "ndim", "shape", "isscalar",
-            "issubdtype"}
-
-
 def _python_value(q: str | None) -> bool:
-    return (q is not None and q.startswith("numpy.") and q.count(".") == 1
-            and (q[6:] in _QUERIES or breaking_call(q) is not None))
+    """A call of `q` gives a constant or a Python value (a query), or breaks by itself (GM917's)."""
+    return breaking_call(q) is not None or (q is not None and q.startswith("numpy.") and q.count(".") == 1
+                                            and q[6:] in _QUERIES)
 
 
 def breaking_call(q: str | None) -> str | None:

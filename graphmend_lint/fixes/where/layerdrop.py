@@ -53,43 +53,49 @@ def guarded(rule, ff, test: cst.BaseExpression) -> bool:
     return False
 
 
+KEEP = "keeps the draw of torch.rand"  # the message of the check that keeps a draw under compile
+
+
+def _keep_guard(rule, ff, atom: cst.Comparison, prob: str, at_least: bool = False) -> tuple[str, bool]:
+    """`is_compiling() and p <= 0.0 and torch._assert_async(draw < 1.0, KEEP) is None` (True only while
+    tracing with p <= 0.0, and it uses the draw), and whether `import torch` must be added."""
+    is_compiling, needs = rule.spell("torch.compiler.is_compiling")
+    keep, needs_keep = rule.spell("torch._assert_async")
+    draw = code(the_draw(rule, ff, atom, at_least))
+    return f"{is_compiling}() and {prob} <= 0.0 and {keep}({draw} < 1.0, \"{KEEP}\") is None", needs or needs_keep
+
+
+def _static_besides(ff, parts: list, atom: cst.BaseExpression) -> bool:
+    """Every `and` operand but the draw's comparison is static (another tensor test keeps the break)."""
+    return all(ff.value(p).kind == "static" for p in parts if p is not atom)
+
+
 def rewrite(rule, ff, test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, bool] | None:
     """The test with the trace-time guard before its draw comparison, the probability's source, and
     whether `import torch` must be added."""
     got = draw_part(rule, ff, test)
-    if got is None:
+    if got is None or not _static_besides(ff, got[0], got[1]):
         return None
     parts, atom, prob_node = got
-    if any(ff.value(p).kind != "static" for p in parts if p is not atom):
-        return None  # another tensor test: the break stays either way
-    index, prob = next(i for i, p in enumerate(parts) if p is atom), code(prob_node)
-    is_compiling, needs = rule.spell("torch.compiler.is_compiling")
-    keep, needs_keep = rule.spell("torch._assert_async")
-    guard = f"not ({is_compiling}() and {prob} <= 0.0 and {keep}({code(the_draw(rule, ff, atom))} < 1.0, \"{KEEP}\") is None)"
+    prob = code(prob_node)
+    guard, needs = _keep_guard(rule, ff, atom, prob)
     texts = [code(p) for p in parts]
-    texts.insert(index, guard)
-    return cst.parse_expression(" and ".join(texts)), prob, needs or needs_keep
-
-
-KEEP = "keeps the draw of torch.rand"  # the message of the check that keeps a draw under compile
+    texts.insert(next(i for i, p in enumerate(parts) if p is atom), f"not ({guard})")
+    return cst.parse_expression(" and ".join(texts)), prob, needs
 
 
 def rewrite_at_least(rule, ff, test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, bool] | None:
     """`draw >= p` (True whenever p <= 0.0): `(is_compiling() and p <= 0.0 and <keep the draw>) or
     draw >= p`, with the same parts as `rewrite`; each path still draws exactly once."""
-    parts = flatten(test, cst.And)
-    found = [(p, got) for p in parts if (got := draw_at_least(rule, ff, p)) is not None]
-    if len(found) != 1:
+    got = draw_part(rule, ff, test, at_least=True)
+    if got is None or not _static_besides(ff, got[0], got[1]):
         return None
-    atom, (draw, prob_node) = found[0]
-    if any(ff.value(p).kind != "static" for p in parts if p is not atom):
-        return None
+    parts, atom, prob_node = got
     prob = code(prob_node)
-    is_compiling, needs = rule.spell("torch.compiler.is_compiling")
-    keep, needs_keep = rule.spell("torch._assert_async")
-    guard = f"({is_compiling}() and {prob} <= 0.0 and {keep}({code(draw)} < 1.0, \"{KEEP}\") is None) or {code(atom)}"
-    texts = [f"({guard})" if len(parts) > 1 and p is atom else guard if p is atom else code(p) for p in parts]
-    return cst.parse_expression(" and ".join(texts)), prob, needs or needs_keep
+    guard, needs = _keep_guard(rule, ff, atom, prob, at_least=True)
+    either = f"({guard}) or {code(atom)}"
+    texts = [(f"({either})" if len(parts) > 1 else either) if p is atom else code(p) for p in parts]
+    return cst.parse_expression(" and ".join(texts)), prob, needs
 
 
 class Done(enum.Enum):
@@ -184,7 +190,7 @@ INCLUSIVE = ("`<=` keeps a draw of exactly 0.0, so even `{prob} <= 0.0` does not
 def _inclusive(rule, ff, value: cst.BaseExpression) -> str | None:
     """The probability of a binding `S and draw <= p` (S static), else None."""
     got = draw_part(rule, ff, value, inclusive=True)
-    if got is None or any(ff.value(p).kind != "static" for p in got[0] if p is not got[1]):
+    if got is None or not _static_besides(ff, got[0], got[1]):
         return None
     return code(got[2])
 

@@ -55,24 +55,26 @@ def _drawn(rule, ff, e: cst.BaseExpression) -> bool:
     return is_draw(rule, ff, e) or rand_call(rule, e)
 
 
-def draw_at_least(rule, ff, atom: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
-    """(the draw, the probability `p`) of an atom `draw >= p` (or `p <= draw`), which is True
-    whenever p <= 0.0: torchvision's v2 transforms, `if torch.rand(1) >= self.p: return inpt`."""
+def draw_at_least(rule, ff, atom: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The probability `p` of an atom `draw >= p` (or `p <= draw`), which is True whenever
+    p <= 0.0: torchvision's v2 transforms, `if torch.rand(1) >= self.p: return inpt`."""
     if not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
         return None
     op, right = atom.comparisons[0].operator, atom.comparisons[0].comparator
     if isinstance(op, cst.GreaterThanEqual) and _drawn(rule, ff, atom.left) and probability(ff, right):
-        return atom.left, right
+        return right
     if isinstance(op, cst.LessThanEqual) and _drawn(rule, ff, right) and probability(ff, atom.left):
-        return right, atom.left
+        return atom.left
     return None
 
 
-def draw_part(rule, ff, test: cst.BaseExpression, inclusive: bool = False):
+def draw_part(rule, ff, test: cst.BaseExpression, inclusive: bool = False, at_least: bool = False):
     """(the `and` operands of `test`, the one that compares a draw below a probability, that
-    probability) when exactly one does (`draw_below`), else None."""
+    probability) when exactly one does (`draw_below`; with `at_least`, at least it: `draw_at_least`),
+    else None."""
     parts = flatten(test, cst.And)
-    found = [(p, prob) for p in parts if (prob := draw_below(rule, ff, p, inclusive)) is not None]
+    found = [(p, prob) for p in parts if (prob := draw_at_least(rule, ff, p) if at_least
+                                          else draw_below(rule, ff, p, inclusive)) is not None]
     if len(found) != 1:
         return None
     return parts, *found[0]
@@ -83,7 +85,8 @@ def is_name(node: cst.BaseExpression | None, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
 
 
-def the_draw(rule, ff, atom: cst.Comparison) -> cst.BaseExpression:
-    """The draw of an atom `draw_below` accepts: its left side for `<`/`<=`, its right side for `>`/`>=`."""
-    below = isinstance(atom.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual))
-    return atom.left if below else atom.comparisons[0].comparator
+def the_draw(rule, ff, atom: cst.Comparison, at_least: bool = False) -> cst.BaseExpression:
+    """The draw of an atom `draw_below` accepts: its left side for `<`/`<=`, its right side for `>`/`>=`;
+    with `at_least` (`draw_at_least`'s atoms), its left side for `>=`, its right side for `<=`."""
+    first = cst.GreaterThanEqual if at_least else (cst.LessThan, cst.LessThanEqual)
+    return atom.left if isinstance(atom.comparisons[0].operator, first) else atom.comparisons[0].comparator
