@@ -11,18 +11,13 @@
 """
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from .bindings import dotted
+from .summary import HEADER_LINES, generated_source
 
-_GENERATED = re.compile(r"automatically generated|auto-?generated|do not edit|@generated", re.I)
-_SOURCE = re.compile(r"generated from\s+(?:the\s+)?`?([\w./<>-]+\.py)`?", re.I)
 # Helpers that return torch.compiler.is_compiling() (transformers 4.x and 5.x utils.import_utils).
 GUARD_HELPERS = ("is_torchdynamo_compiling",)
-HEADER_LINES = 40  # the comment block at the top of a file that is read
-
 
 def _header_comments(module: cst.Module) -> list[str]:
     comments = [line.comment.value for line in module.header if line.comment is not None]
@@ -34,18 +29,22 @@ def _header_comments(module: cst.Module) -> list[str]:
 
 def generated_from(module: cst.Module) -> str | None:
     """None for a hand-written file; else what the header says it is generated from (or "")."""
-    comments = _header_comments(module)
-    text = " ".join(c.lstrip("#").strip() for c in comments)
-    if not _GENERATED.search(text):
-        return None
-    m = _SOURCE.search(text)
-    return m.group(1) if m and "<" not in m.group(1) else ""
+    return generated_source(_header_comments(module))
 
 
-def no_fix_reason(source: str) -> str:
+def no_fix_reason(source: str, qn: str | None = None, origin: tuple[str, str] | None = None) -> str:
+    """Why a generated file gets no fix, and where to fix it: the file its header names, or, for
+    def `qn` whose code that file does not hold (`origin`, from the project index: FileFacts.origin),
+    where it is written."""
     where = f"`{source}`" if source else "its source"
-    return (f"no fix: this file is generated (its header says not to edit it); fix {where} and "
-            "generate the file again")
+    head = "no fix: this file is generated (its header says not to edit it); "
+    if origin is None or qn is None:
+        return f"{head}fix {where} and generate the file again"
+    if not origin[0]:
+        return (f"{head}`{qn}` is not written in {where} (the generator copied it from a class or model "
+                "that file builds on): fix it where it is written and generate the file again")
+    return (f"{head}`{qn}` is not written in {where}: the generator copied it from `{origin[1]}` in "
+            f"`{origin[0]}`; fix it there and generate the file again")
 
 
 def guard_helper(module: cst.Module) -> str | None:

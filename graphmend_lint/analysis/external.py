@@ -15,14 +15,27 @@ class FileFacts:
     compiled: frozenset = frozenset()  # "f" / "Cls.m": defs run compiled from another file or by config
     guards: frozenset = frozenset()  # dotted spellings, in this file, of project compile-guard wrappers
     wrapped: frozenset = frozenset()  # "f": decorators of compiled defs whose nested defs run in their place
+    # In a generated file, the compiled defs whose code is not written in the file its header names:
+    # "qn\tmodule\tqn" where it is written, or "qn\t\t" where that is not known.
+    origins: frozenset = frozenset()
 
     def key(self) -> bytes:
         """What a per-file cache key must include: every cross-file fact the file may use."""
         return repr((sorted(self.module_classes), sorted(self.compiled), sorted(self.guards),
-                     sorted(self.wrapped))).encode()
+                     sorted(self.wrapped), sorted(self.origins))).encode()
 
     def to_json(self) -> list:
-        return [sorted(self.module_classes), sorted(self.compiled), sorted(self.guards), sorted(self.wrapped)]
+        return [sorted(self.module_classes), sorted(self.compiled), sorted(self.guards), sorted(self.wrapped),
+                sorted(self.origins)]
+
+    def origin(self, qn: str | None) -> tuple[str, str] | None:
+        """(module, qn) where the code of the generated file's def `qn` is written, ("", "") when
+        not in the file its header names and not found elsewhere, None when written there."""
+        for entry in self.origins:
+            name, mod, where = entry.split("\t")
+            if name == qn:
+                return mod, where
+        return None
 
     @classmethod
     def from_json(cls, data: list) -> "FileFacts":

@@ -394,4 +394,86 @@ class ProjectIndex:
                 t = self.lookup(q)
                 if t is not None and t[0] == "def" and self.is_guard(t[1], t[2]):
                     guards.add(c)
-        return FileFacts(classes, compiled, frozenset(guards), wrapped)
+        origins = frozenset(self._origins(mod, compiled | wrapped)) if s.get("gen") else frozenset()
+        return FileFacts(classes, compiled, frozenset(guards), wrapped, origins)
+
+    # -- generated files ---------------------------------------------------------
+    def _source_module(self, mod: str) -> str | None:
+        """The module that generated `mod` is made from: the file its header names, beside it."""
+        gen = (self.module(mod) or {}).get("gen")
+        if not gen:
+            return None
+        stem = gen.rsplit("/", 1)[-1][:-len(".py")]
+        src = f"{mod.rpartition('.')[0]}.{stem}".lstrip(".")
+        return src if src != mod and self.module(src) is not None else None
+
+    def home(self, mod: str, qn: str, depth: int = 0) -> tuple[str, str] | None:
+        """(module, qn) where the code of def `qn` of `mod` is written: `mod` itself when it is
+        hand-written; for a generated module, its source module when that has the def, else the
+        def that its class there inherits (or that it imports), followed to where that is written.
+        None when not known (a class the generator copied under another name)."""
+        s = self.module(mod)
+        if s is None or depth > MAX_DEPTH:
+            return None
+        if "gen" not in s:
+            return (mod, qn) if qn in s["defs"] else None
+        src = self._source_module(mod)
+        source = self.module(src) if src is not None else None
+        if source is None:
+            return None
+        if qn in source["defs"]:
+            return src, qn
+        cls, _, name = qn.rpartition(".")
+        if cls in source["classes"]:
+            found = self.method(src, cls, name, skip_self=True)
+        elif cls:
+            found = self._copied(src, source, cls, name)
+        else:
+            t = self.lookup(self.qualify(src, qn) or "")
+            found = (t[1], t[2]) if t is not None and t[0] == "def" else None
+        return self.home(*found, depth=depth + 1) if found is not None else None
+
+    def _copied(self, src: str, source: dict, cls: str, name: str) -> tuple[str, str] | None:
+        """The def `name` of the class that the generator copied (renamed) as `cls`: a class that
+        the source module does not define, found by `cls` itself or renamed the way the source
+        renames its bases (`PLBartEncoder(BartEncoder)`: `PLBart...` from `Bart...`), in the
+        modules of the classes the source imports; None when not found or not one."""
+        renames = {("", "")}
+        for own, bases in source["classes"].items():
+            for b in bases:
+                base = b.rsplit(".", 1)[-1]
+                n = 0
+                while n < min(len(own), len(base)) and own[-1 - n] == base[-1 - n]:
+                    n += 1
+                tail = own[len(own) - n:]
+                cut = next((i for i, ch in enumerate(tail) if ch.isupper()), None)
+                if cut is not None and len(tail) - cut < len(own):
+                    k = len(tail) - cut
+                    renames.add((own[:-k], base[:-k]))
+        modules = set()
+        for local in source["imports"]:
+            t = self.lookup(self.qualify(src, local) or "")
+            if t is not None and t[0] == "class":
+                modules.add(t[1])
+        found = set()
+        for new, old in renames:
+            if cls.startswith(new):
+                was = old + cls[len(new):]
+                for m in sorted(modules):
+                    if was in (self.module(m) or {}).get("classes", ()):
+                        hit = self.method(m, was, name)
+                        if hit is not None:
+                            found.add(hit)
+        return found.pop() if len(found) == 1 else None
+
+    def _origins(self, mod: str, defs: frozenset) -> list[str]:
+        """FileFacts.origins of generated `mod`: its compiled defs not written in its source module."""
+        src = self._source_module(mod)
+        if src is None:  # not in the project: nothing to tell beyond the header
+            return []
+        out = []
+        for qn in sorted(defs):
+            where = self.home(mod, qn)
+            if where != (src, qn):
+                out.append("\t".join((qn, *(where or ("", "")))))
+        return out

@@ -201,6 +201,10 @@ class CompiledScope:
             return f"{cls.name.value}.{f.name.value}"
         return None
 
+    def top_qualname(self, f: cst.FunctionDef) -> str | None:
+        """The index's name of the top-level def or method that `f` is (or is nested in)."""
+        return self.qualname(self._top_def(f))
+
     def _roots(self) -> set[cst.FunctionDef]:
         idx = self.index
         roots: set[cst.FunctionDef] = set()

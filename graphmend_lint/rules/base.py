@@ -299,7 +299,7 @@ class GraphMendRule(LintRule):
             replacement, safety, needs_torch_import = fix.replacement, fix.applicability, fix.needs_torch_import
             imports = fix.imports
         if replacement is not None and getattr(self, "generated", None) is not None and not self.settings.fix_generated:
-            message, replacement = f"{message}; {conventions.no_fix_reason(self.generated)}", None
+            message, replacement = f"{message}; {self._generated_reason(node)}", None
         if replacement is not None and needs_torch_import and self.torch_free:
             message, replacement, needs_torch_import = f"{message}; no fix: {conventions.TORCH_FREE}", None, False
         if replacement is None:
@@ -322,6 +322,13 @@ class GraphMendRule(LintRule):
         if (needs_torch_import or imports) and not self.settings.can_add_imports:
             allowed = False
         super().report(node, message, position=pos, replacement=replacement if allowed else None)  # type: ignore[arg-type]
+
+    def _generated_reason(self, node: cst.CSTNode) -> str:
+        """No fix in a generated file: where to fix it instead (analysis/conventions.py)."""
+        func = self.function_of(node)
+        qn = self.facts.scope.top_qualname(func) if func is not None and self.facts is not None else None
+        origin = self._context().ext.origin(qn) if qn is not None else None
+        return conventions.no_fix_reason(self.generated, qn, origin)
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
