@@ -112,7 +112,8 @@ def test_fuzz_regression(path):
     source = path.read_text(encoding="utf-8")
     known = re.search(r'^KNOWN_FAILURE = "(.*)"$', source, re.M)
     breaks = re.search(r"^CHECK_BREAKS = True$", source, re.M) is not None
-    out = fuzzcheck.check_program(source, breaks=breaks)
+    compiled = re.search(r"^CHECK_COMPILED = True$", source, re.M) is not None  # the SAFE fix under aot_eager too
+    out = fuzzcheck.check_program(source, breaks=breaks, compiled=compiled)
     if known:
         assert out.failures, f"{path.name} passes now: remove KNOWN_FAILURE"
         pytest.xfail(known.group(1))

@@ -143,7 +143,17 @@ def findings(body: str, code: str = "GM101"):
     # the test already ran `h.amax()`: in the branch it cannot raise on an empty tensor
     ("if h.amax() > 1:\n    h = h - h.amax()\nreturn h\n", "safe", "under torch.compile only"),
     # ... but dividing by it has an infinite derivative where it is 0 (NaN gradients through torch.where)
-    ("if h.amax() > 1:\n    h = h / h.amax()\nreturn h\n", "safe", "`/ h.amax()` has an infinite derivative"),
+    ("if h.amax() > 1:\n    h = h / h.amax()\nreturn h\n", "safe", "`/ h.amax()`, `amax` has an infinite derivative"),
+    # ... and so do ops whose derivative depends on the input, where it is NaN or infinite (a NaN from
+    # another branch, -inf attention scores): found by the differential fuzzer under torch.compile.
+    # One condition: the double where guards the input (exact); else gradients off.
+    ("if h.sum() > 0:\n    h = h ** 2\nreturn h\n", "safe", "double where: exact gradients"),
+    ("if h.sum() > 0:\n    h = torch.tanh(h)\nreturn h\n", "safe", "double where: exact gradients"),
+    ("if h.sum() > 0:\n    h = h * 2 + 1\nreturn h\n", "safe", "compile only (eager runs the `if` unchanged)"),
+    ("if h.sum() > 0:\n    h = h.clamp(-1, 1)\nreturn h\n", "safe", "compile only (eager runs the `if` unchanged)"),
+    ("if h.sum() > 0:\n    h = h * x\nreturn h\n", "safe",
+     "`h * x` has an infinite derivative somewhere, or one that is NaN at a NaN or infinite input"),
+    ("if h.sum() > 0:\n    h = h.norm() * h\nreturn h\n", "safe", "`h.norm() * h`, `norm` has an infinite"),
     ("if torch.equal(h, x):\n    h = h * 2\nreturn h\n", "none", "Python value from tensor data"),
     ("if h.sum() > 0:\n    h = h * 2\nh += 1\nreturn h\n", "unsafe", "modified in place"),
     ("if h.sum() > 0:\n    h = h * 2\nh[0] = 1\nreturn h\n", "unsafe", "modified in place"),

@@ -67,7 +67,9 @@ class Op:
 
     shape: result has x's shape (given only Python-scalar extra arguments).
     dtype: "any" keeps x's dtype for every dtype; "float" keeps it for floating x only.
-    finite_grad: the derivative is finite everywhere (so torch.where cannot produce NaN grads).
+    finite_grad: the zero gradient that torch.where sends to an untaken branch stays zero through
+      the op at every input, NaN and +-inf included (0 * derivative: a derivative that is infinite
+      somewhere, or that depends on the input's value, gives NaN there; measured by the tests).
     raises: raises for some non-floating x (bool or int dtypes); never for floating x.
     dim_arg: its number argument is a dim (softmax): only -1 and 0 are valid for every tensor.
     """
@@ -90,10 +92,13 @@ ELEMENTWISE: dict[str, Op] = {
     # neg/abs/relu/hardtanh keep int dtypes but raise on bool tensors.
     "neg": Op(dtype="any", raises=True), "negative": Op(dtype="any", raises=True),
     "abs": Op(dtype="any", raises=True), "relu": Op(dtype="any", raises=True), "sign": Op(dtype="any"),
-    "tanh": Op(), "sigmoid": Op(), "sin": Op(), "cos": Op(), "softsign": Op(raises=True),
+    # value-dependent derivative: NaN where the input is NaN (and +-inf for most of them)
+    "tanh": Op(finite_grad=False), "sigmoid": Op(finite_grad=False), "sin": Op(finite_grad=False),
+    "cos": Op(finite_grad=False), "softsign": Op(raises=True, finite_grad=False),
     "hardtanh": Op(raises=True),
     # gelu/silu/leaky_relu raise on int and bool tensors.
-    "gelu": Op(raises=True), "silu": Op(raises=True), "leaky_relu": Op(raises=True),
+    "gelu": Op(raises=True, finite_grad=False), "silu": Op(raises=True, finite_grad=False),
+    "leaky_relu": Op(raises=True),
     # detach cuts the graph: torch.where(c, x.detach(), x) gives zero gradients where `if` gave none.
     "detach": Op(dtype="any", finite_grad=False), "clone": Op(dtype="any"), "contiguous": Op(dtype="any"),
     # finite value but unbounded or infinite derivative somewhere (exp: overflow to inf)
@@ -101,17 +106,30 @@ ELEMENTWISE: dict[str, Op] = {
     "log": Op(finite_grad=False), "log1p": Op(finite_grad=False), "reciprocal": Op(finite_grad=False),
     "pow": Op(finite_grad=False),
     # activations that raise on int and bool tensors
-    "softplus": Op(raises=True), "mish": Op(raises=True), "elu": Op(raises=True), "selu": Op(raises=True),
+    "softplus": Op(raises=True, finite_grad=False), "mish": Op(raises=True, finite_grad=False),
+    "elu": Op(raises=True), "selu": Op(raises=True),
     "celu": Op(raises=True), "hardswish": Op(raises=True), "hardsigmoid": Op(raises=True),
-    "logsigmoid": Op(raises=True), "relu6": Op(dtype="any", raises=True),
+    "logsigmoid": Op(raises=True, finite_grad=False), "relu6": Op(dtype="any", raises=True),
     # ints and bools become float32
-    "erf": Op(), "erfc": Op(), "atan": Op(), "tanhshrink": Op(raises=True),
+    "erf": Op(finite_grad=False), "erfc": Op(finite_grad=False), "atan": Op(finite_grad=False),
+    "tanhshrink": Op(raises=True, finite_grad=False),
     # piecewise constant: zero derivative; keep ints, raise on bool
     "floor": Op(dtype="any", raises=True), "ceil": Op(dtype="any", raises=True),
     "round": Op(dtype="any", raises=True), "trunc": Op(dtype="any", raises=True),
-    "square": Op(), "expm1": Op(finite_grad=False), "sinh": Op(finite_grad=False),
-    "softmax": Op(raises=True, dim_arg=True), "log_softmax": Op(raises=True, dim_arg=True),
+    "square": Op(finite_grad=False), "expm1": Op(finite_grad=False), "sinh": Op(finite_grad=False),
+    "softmax": Op(raises=True, dim_arg=True, finite_grad=False),
+    "log_softmax": Op(raises=True, dim_arg=True, finite_grad=False),
 }
+# Outside ELEMENTWISE, the ops whose backward only routes, sums or masks the gradient (views,
+# indexing, joins, sums, dtype casts, masks): zero in, zero out, at NaN and +-inf too. Any other
+# call in a branch value (matmul, norm, amax, ...) counts as not finite_grad.
+ROUTING_GRAD = {"view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
+                "permute", "transpose", "t", "expand", "expand_as", "repeat", "tile", "narrow", "select",
+                "contiguous", "clone", "to", "float", "half", "double", "bfloat16", "type_as", "cat", "concat",
+                "concatenate", "stack", "chunk", "split", "unbind", "flip", "roll", "tril", "triu", "where",
+                "masked_fill", "gather", "index_select", "take_along_dim", "sum", "mean", "cumsum", "diagonal",
+                "movedim", "swapaxes", "zeros_like", "ones_like", "full_like", "empty_like", "new_zeros",
+                "new_ones", "new_full", "new_empty", "zeros", "ones", "full", "arange", "tensor", "as_tensor"}
 # Tensor constructors: no side effects, but they raise on bad arguments (ragged lists, bad sizes).
 CONSTRUCTORS = {"torch.tensor", "torch.as_tensor", "torch.zeros", "torch.ones", "torch.full", "torch.arange",
                 "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.empty_like", "torch.linspace"}

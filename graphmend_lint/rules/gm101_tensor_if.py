@@ -146,11 +146,18 @@ class TensorIfRule(base.GraphMendRule):
     - (compiled, or with gradients off) what only one branch reads is read elsewhere too:
       `torch.where` gives it a zero gradient when that branch is not taken, where `if` gave none
       (`.grad` stays None; optimizers with weight decay or momentum treat the two differently);
-    - (compiled, or with gradients off) every op has a finite derivative everywhere:
-      `torch.where(c, sqrt(x), x)` gives NaN gradients where `if` gave none. With a single condition
-      the fix instead guards the input of such ops ("double where":
-      `torch.where(c, torch.sqrt(torch.where(c, x, 1.0)), x)`), which gives bit-identical values and
-      gradients (measured for every such op in the table, float32 and float16);
+    - (compiled, or with gradients off) every op keeps a zero gradient zero: torch.where sends the
+      untaken branch a zero gradient, which an op multiplies by its derivative; that is NaN where
+      the derivative is infinite (`torch.where(c, sqrt(x), x)` at 0), and, for an op whose
+      derivative depends on its input, where the input is NaN or infinite (`x ** 2`, `tanh`,
+      `gelu`, `softmax`, `amax`, a product of two tensors, a module call: -inf attention scores, a
+      NaN from another branch), where `if` gave no gradient at all. Ops that only route, sum or mask
+      the gradient (`clamp`, `relu`, views, indexing, `cat`, `sum`, arithmetic with numbers) are
+      exact at every input (measured for every op of the tables, `tests/test_gm1_tables.py`; found
+      by the differential fuzzer under torch.compile). With a single condition the fix guards the
+      input of the other ops ("double where": `torch.where(c, torch.sqrt(torch.where(c, x, 1.0)),
+      x)`), which gives bit-identical values and gradients (measured for every such op in the
+      table, float32 and float16);
     - when either of the last two is not proved (an `elif` chain over `sqrt`, a parameter read in
       one branch only), the compiled form also checks `not torch.is_grad_enabled()`, a constant
       while tracing (Dynamo guards on the grad mode): under `no_grad` / `inference_mode` it runs in

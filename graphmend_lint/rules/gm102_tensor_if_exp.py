@@ -39,10 +39,11 @@ class TensorIfExpRule(base.GraphMendRule):
     The same proofs as GM101: safe only when the test is a 0-d tensor, both values are tensors of
     provably the same shape and dtype (the same name or shape- and dtype-keeping ops of it with Python
     numbers), both values are free of side effects and cannot raise (both are now computed), and every
-    op has a finite derivative everywhere, or the code runs under `no_grad`/`inference_mode`, or the
-    input of the ops with an infinite derivative somewhere (`sqrt`, `log`, ...) can be guarded
-    ("double where": `torch.where(c, torch.log(torch.where(c, h, 1.0)), h)`, bit-identical values
-    and gradients). Under `no_grad`, a value passed on unchanged must be computed inside the
+    op keeps torch.where's zero gradient for the untaken value zero at every input (NaN and +-inf
+    included: `clamp`, `relu`, views, sums, arithmetic with numbers), or the code runs under
+    `no_grad`/`inference_mode`, or the input of the other ops (`sqrt`, `log`, `exp`, `tanh`, `** 2`,
+    ...) can be guarded ("double where": `torch.where(c, torch.log(torch.where(c, h, 1.0)), h)`,
+    bit-identical values and gradients). Under `no_grad`, a value passed on unchanged must be computed inside the
     `no_grad` region (else `torch.where` would drop its autograd history). As for GM101, the name
     the ternary is assigned to must not be observed later in the function (passed to `print`, a
     logger, `warnings.warn`, `str`/`repr`/`format`, an f-string, or read as `.grad_fn`), nor may the
@@ -84,8 +85,8 @@ class TensorIfExpRule(base.GraphMendRule):
     GM101's trace-time checks apply to the branch values too: a reduction that raises on an empty
     tensor is checked with `x.numel() > 0`; indexing (`x[idx] * 2 if ... else x`) gets the index
     guard, `x[torch.where(cond, idx, 0)]`, with a long index and a non-empty dim checked while
-    tracing; and what holds only without autograd (a name read in one value only, an op with an
-    infinite derivative that cannot be guarded, a value with no autograd history against one with
+    tracing; and what holds only without autograd (a name read in one value only, an op whose
+    derivative may be infinite or NaN that cannot be guarded, a value with no autograd history against one with
     it) is checked with `not torch.is_grad_enabled()`: with gradients on, the line runs as before.
 
     ## When no fix is offered

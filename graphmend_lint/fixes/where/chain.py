@@ -1,5 +1,6 @@
 """Branch values as chains of shape-preserving ops on one name (`h * 2`, `h.sqrt()`), and the ops
-whose derivative is not finite everywhere."""
+through which torch.where's zero gradient for the untaken branch may not stay zero (a derivative
+infinite somewhere, or one that depends on the input: NaN where the input is NaN or inf)."""
 from __future__ import annotations
 
 import libcst as cst
@@ -9,6 +10,14 @@ from ...analysis import tables as T
 from ..syntax import code
 from .values import Values, any_tensor_dims
 from .verdict import SYMBOLS, Chain
+
+
+PYTHON_VALUE_CALLS = {"float", "int", "bool", "len", "str", "range", "tuple", "list"}  # `float("-inf")`: no gradient
+
+
+def _power_one(e: cst.BaseExpression) -> bool:
+    """`x ** 1`: derivative 1 everywhere; any other exponent's derivative depends on x."""
+    return isinstance(e, cst.Integer) and e.value == "1"
 
 
 class Chains(Values):
@@ -35,9 +44,8 @@ class Chains(Values):
                     return None
                 inner.needs_float = True
                 inner.ops.insert(0, op)
-                if isinstance(node.operator, cst.Power) and not (
-                        isinstance(node.right, cst.Integer) and int(node.right.value) >= 1):
-                    inner.bad_grad.append(f"`** {code(node.right)}`")
+                if isinstance(node.operator, cst.Power) and not _power_one(node.right):
+                    inner.bad_grad.append(f"`** {code(node.right)}`")  # x ** 2: 2x, NaN at NaN and inf
                 return inner
             if left_num and not right_num and not isinstance(node.operator, cst.Power):
                 inner = self.chain(node.right, depth + 1)
@@ -79,16 +87,24 @@ class Chains(Values):
         class V(cst.CSTVisitor):
             def visit_Call(self, n: cst.Call) -> None:
                 op, _, _ = prover.op_name(n)
-                if op in T.ELEMENTWISE and not T.ELEMENTWISE[op].finite_grad:
-                    found.append(f"`{op}`")
+                if op in T.ELEMENTWISE:
+                    if not T.ELEMENTWISE[op].finite_grad:
+                        found.append(f"`{op}`")
+                elif op not in T.ROUTING_GRAD and not (
+                        op is None and isinstance(n.func, cst.Name) and n.func.value in PYTHON_VALUE_CALLS):
+                    found.append(f"`{op or code(n.func)}`")
 
             def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
                 # `h / m` with a tensor `m`: the derivative is infinite where `m` is 0
                 if isinstance(n.operator, cst.Divide) and not prover.number(n.right)[0]:
                     found.append(f"`/ {code(n.right)}`")
-                if isinstance(n.operator, cst.Power) and not (
-                        isinstance(n.right, cst.Integer) and int(n.right.value) >= 1):
+                if isinstance(n.operator, cst.Power) and not _power_one(n.right):
                     found.append(f"`** {code(n.right)}`")
+                # `h * m` of two tensors: the derivative of each is the other, NaN or inf there
+                if isinstance(n.operator, (cst.Multiply, cst.MatrixMultiply)) and not (
+                        prover.number(n.left)[0] or prover.number(n.right)[0]):
+                    found.append(f"`{code(n.left)} {'@' if isinstance(n.operator, cst.MatrixMultiply) else '*'} "
+                                 f"{code(n.right)}`")
 
         fastwalk.visit(node, V())
         return found

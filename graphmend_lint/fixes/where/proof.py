@@ -104,8 +104,9 @@ class Prover(Totality, Chains):
         bad = self._same_kind(v, a, b, can_guard)
         if bad and not self.grad_off:
             ops = ", ".join(dict.fromkeys(bad))
-            why = (f"{ops} has an infinite derivative somewhere: under autograd torch.where gives NaN "
-                   "gradients where the untaken branch's derivative is infinite (or run it under no_grad)")
+            why = (f"{ops} has an infinite derivative somewhere, or one that is NaN at a NaN or infinite input: "
+                   "under autograd torch.where gives NaN gradients there for the untaken branch (or run it "
+                   "under no_grad)")
             self.checks[why] = GRAD_OFF
             v.missing.append(why)
         return v
@@ -147,7 +148,7 @@ class Prover(Totality, Chains):
 
     def _same_kind(self, v: Verdict, a: cst.BaseExpression, b: cst.BaseExpression, can_guard: bool) -> list[str]:
         """Proofs that both values have one shape and dtype (op chains on one name), or the missing
-        proof checked by comparing them while tracing. Returns the ops with an infinite derivative
+        proof checked by comparing them while tracing. Returns the ops with an infinite (or NaN) derivative
         somewhere that the double-where guard (set on `v` when it can be) does not cover."""
         ca, cb = self.chain(a), self.chain(b)
         if ca is None or cb is None or ca.base != cb.base:
