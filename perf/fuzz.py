@@ -5,7 +5,9 @@ seeded 0..N-1 (reproducible: `fuzzgen.generate(fuzzgen.RandomChooser(seed))`). E
 appended to a JSON-lines log as it finishes, so an interrupted run resumes where it stopped.
 Writes perf/results/differential_fuzz/summary.json and summary.md, and one reproducer per failing program
 under perf/results/differential_fuzz/failures/. To keep a program cheap, line coverage and idempotence are
-measured on every 10th program and graph breaks (torch._dynamo.explain) on every 500th.
+measured on every 10th program and graph breaks (torch._dynamo.explain) on every 500th. `--compiled`:
+every program's SAFE fix also runs under torch.compile (aot_eager) against the original in eager
+(outputs, gradients, module state, the random stream after the call; about 1 s more a program).
 """
 from __future__ import annotations
 
@@ -24,11 +26,13 @@ OUT = ROOT / "perf" / "results" / "differential_fuzz"
 
 
 COMMIT = ""
+COMPILED = False
 
 
-def _init() -> None:
-    global COMMIT
+def _init(compiled: bool = False) -> None:
+    global COMMIT, COMPILED
     COMMIT = _commit()
+    COMPILED = compiled
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     sys.path.insert(0, str(ROOT / "tests"))
     import torch
@@ -45,7 +49,7 @@ def run_one(task: tuple[int, bool]) -> dict:
     program = fuzzgen.generate(fuzzgen.RandomChooser(seed))
     try:
         out = fuzzcheck.check_program(program.source, program.harness, breaks=explain, coverage=seed % 10 == 0,
-                                      idempotence=seed % 10 == 0)
+                                      idempotence=seed % 10 == 0, compiled=COMPILED)
         failures = [(k, d[:2000]) for k, d in out.failures]
     except Exception as e:  # the oracle itself failed: count it, keep going
         out, failures = None, [("oracle-error", f"{type(e).__name__}: {e}"[:2000])]
@@ -123,14 +127,18 @@ def markdown(s: dict) -> str:
         f"Programs: {s['examples']} of {s.get('requested', s['examples'])} requested (seeds {s['seeds']}), "
         f"linter commits {s['commits_of_examples']}, "
         f"{s['jobs']} worker(s) on a shared 2-core machine: {s['program_seconds_total']} s of worker time, "
-        f"{s['cpu_seconds_per_example']} s per program.", "",
+        f"{s['cpu_seconds_per_example']} s per program."
+        + (" Every SAFE fix also compiled (aot_eager) against the original in eager." if s.get("compiled") else ""), "",
         "| check | count |", "|---|---|",
         f"| crashes | {s['crashes']} |", f"| unparsable fixes | {s['unparsable_fixes']} |",
         f"| semantic mismatches of SAFE fixes | {s['mismatches']} |",
     ]
     lines.append(f"| more graph breaks or eager fallbacks after SAFE fixes | {s['failures_by_kind'].get('more-breaks', 0)} |")
+    if s.get("compiled"):
+        lines.append(f"| SAFE fixes compiled, differing from the eager original | "
+                     f"{s['failures_by_kind'].get('compiled-mismatch', 0)} |")
     for kind, n in s["failures_by_kind"].items():
-        if kind not in ("crash", "unparsable", "mismatch", "more-breaks"):
+        if kind not in ("crash", "unparsable", "mismatch", "more-breaks", "compiled-mismatch"):
             lines.append(f"| {kind} | {n} |")
     lines += [
         "", f"SAFE fixes applied: {s['safe_fixes']} in {s['programs_with_safe_fixes']} programs; "
@@ -155,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", action="store_true", help="ignore the log of an earlier run")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--report-only", action="store_true", help="summarise the log, run nothing")
+    p.add_argument("--compiled", action="store_true", help="also run every SAFE fix under torch.compile (aot_eager)")
     args = p.parse_args(argv)
 
     args.log.parent.mkdir(parents=True, exist_ok=True)
@@ -170,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         args.log.unlink()
     todo = [] if args.report_only else [(s, s % args.explain_every == 0) for s in range(args.examples) if s not in done]
     start = time.perf_counter()
-    with args.log.open("a") as log, multiprocessing.get_context("fork").Pool(args.jobs, _init) as pool:
+    with args.log.open("a") as log, multiprocessing.get_context("fork").Pool(args.jobs, _init, (args.compiled,)) as pool:
         for i, row in enumerate(pool.imap_unordered(run_one, todo, chunksize=4), 1):
             done[row["seed"]] = row
             log.write(json.dumps(row) + "\n")
@@ -182,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [done[s] for s in sorted(done) if s < args.examples]
     summary = summarize(rows, time.perf_counter() - start, args)
     summary["requested"] = args.examples
+    summary["compiled"] = args.compiled
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     (args.out / "summary.md").write_text(markdown(summary))
