@@ -506,3 +506,17 @@ def test_proved_ternary_without_compile_only_form_is_unsafe(body):
     assert "replaces the ternary in eager too" in f.message and "no compile-only form" in f.message
     src = HEAD + textwrap.indent(body, " " * 8)
     assert engine.check(src.encode(), Settings(), fix=True).source.decode() == src  # --fix leaves it
+
+
+@pytest.mark.parametrize("value,grad_off", [
+    ("h.masked_fill(h > 1, torch.finfo(h.dtype).min) + 1", False),  # finfo is a number, masked_fill masks
+    ("h.sum() * 2 + h.mean() + h", False),  # sums and arithmetic with numbers
+    ("(h * x).clamp(-1, 1)", True),  # each factor's gradient is the other: NaN where it is NaN or inf
+    ("h.amax(-1, keepdim=True) + h", True),  # amax's backward divides by the count of maxima: NaN at NaN
+])
+def test_untaken_branch_gradient_stays_zero(value, grad_off):
+    """Ops that route, sum or mask the gradient keep torch.where's zero exact at NaN and +-inf; others
+    make the compiled form wait for gradients off (not a chain on one name: no double where)."""
+    (f,) = findings(f"if h.sum() > 0:\n    y = {value}\nelse:\n    y = h - 1\nreturn y\n")
+    assert f.safety.value == "safe", f.message
+    assert ("not torch.is_grad_enabled()" in f.message) == grad_off, f.message

@@ -129,7 +129,10 @@ ROUTING_GRAD = {"view", "view_as", "reshape", "reshape_as", "flatten", "unflatte
                 "concatenate", "stack", "chunk", "split", "unbind", "flip", "roll", "tril", "triu", "where",
                 "masked_fill", "gather", "index_select", "take_along_dim", "sum", "mean", "cumsum", "diagonal",
                 "movedim", "swapaxes", "zeros_like", "ones_like", "full_like", "empty_like", "new_zeros",
-                "new_ones", "new_full", "new_empty", "zeros", "ones", "full", "arange", "tensor", "as_tensor"}
+                "new_ones", "new_full", "new_empty", "zeros", "ones", "full", "arange", "tensor", "as_tensor",
+                # numbers and metadata, not tensors on the gradient's path
+                "size", "dim", "numel", "stride", "finfo", "iinfo", "is_floating_point", "is_complex",
+                "element_size", "get_device"}
 # Tensor constructors: no side effects, but they raise on bad arguments (ragged lists, bad sizes).
 CONSTRUCTORS = {"torch.tensor", "torch.as_tensor", "torch.zeros", "torch.ones", "torch.full", "torch.arange",
                 "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.empty_like", "torch.linspace"}
