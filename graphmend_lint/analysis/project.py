@@ -102,6 +102,7 @@ class ProjectIndex:
         self._wrapped: set[tuple[str, str]] = set()  # decorators whose wrappers run compiled
         self._by_module: dict[str, set[str]] | None = None
         self._wrapped_by_module: dict[str, set[str]] = {}
+        self._copies: dict[str, tuple] = {}  # generated files: a source module's renames and class modules
 
     # -- finding modules -----------------------------------------------------
     def _top(self, name: str) -> list[Path]:
@@ -438,33 +439,42 @@ class ProjectIndex:
         the source module does not define, found by `cls` itself or renamed the way the source
         renames its bases (`PLBartEncoder(BartEncoder)`: `PLBart...` from `Bart...`), in the
         modules of the classes the source imports; None when not found or not one."""
-        renames = {("", "")}
-        for own, bases in source["classes"].items():
-            for b in bases:
-                base = b.rsplit(".", 1)[-1]
-                n = 0
-                while n < min(len(own), len(base)) and own[-1 - n] == base[-1 - n]:
-                    n += 1
-                tail = own[len(own) - n:]
-                cut = next((i for i, ch in enumerate(tail) if ch.isupper()), None)
-                if cut is not None and len(tail) - cut < len(own):
-                    k = len(tail) - cut
-                    renames.add((own[:-k], base[:-k]))
-        modules = set()
-        for local in source["imports"]:
-            t = self.lookup(self.qualify(src, local) or "")
-            if t is not None and t[0] == "class":
-                modules.add(t[1])
+        renames, modules = self._copy_sources(src, source)
         found = set()
         for new, old in renames:
             if cls.startswith(new):
                 was = old + cls[len(new):]
-                for m in sorted(modules):
+                for m in modules:
                     if was in (self.module(m) or {}).get("classes", ()):
                         hit = self.method(m, was, name)
                         if hit is not None:
                             found.add(hit)
         return found.pop() if len(found) == 1 else None
+
+    def _copy_sources(self, src: str, source: dict) -> tuple[list[tuple[str, str]], list[str]]:
+        """(the source module's renames (new prefix, old prefix), the modules of the classes it
+        imports), computed once per source module."""
+        got = self._copies.get(src)
+        if got is None:
+            renames = {("", "")}
+            for own, bases in source["classes"].items():
+                for b in bases:
+                    base = b.rsplit(".", 1)[-1]
+                    n = 0
+                    while n < min(len(own), len(base)) and own[-1 - n] == base[-1 - n]:
+                        n += 1
+                    tail = own[len(own) - n:]
+                    cut = next((i for i, ch in enumerate(tail) if ch.isupper()), None)
+                    if cut is not None and len(tail) - cut < len(own):
+                        k = len(tail) - cut
+                        renames.add((own[:-k], base[:-k]))
+            modules = set()
+            for local in source["imports"]:
+                t = self.lookup(self.qualify(src, local) or "")
+                if t is not None and t[0] == "class":
+                    modules.add(t[1])
+            got = self._copies[src] = (sorted(renames), sorted(modules))
+        return got
 
     def _origins(self, mod: str, defs: frozenset) -> list[str]:
         """FileFacts.origins of generated `mod`: its compiled defs not written in its source module."""
