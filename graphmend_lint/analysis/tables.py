@@ -122,17 +122,15 @@ ELEMENTWISE: dict[str, Op] = {
 }
 # Outside ELEMENTWISE, the ops whose backward only routes, sums or masks the gradient (views,
 # indexing, joins, sums, dtype casts, masks): zero in, zero out, at NaN and +-inf too. Any other
-# call in a branch value (matmul, norm, amax, ...) counts as not finite_grad.
+# call in a branch value (matmul, norm, amax, ...) counts as not finite_grad, except the static
+# facts above (`h.size(-1)`, `torch.finfo(h.dtype).min`) and Python-value builtins (`float("-inf")`).
 ROUTING_GRAD = {"view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
                 "permute", "transpose", "t", "expand", "expand_as", "repeat", "tile", "narrow", "select",
                 "contiguous", "clone", "to", "float", "half", "double", "bfloat16", "type_as", "cat", "concat",
                 "concatenate", "stack", "chunk", "split", "unbind", "flip", "roll", "tril", "triu", "where",
                 "masked_fill", "gather", "index_select", "take_along_dim", "sum", "mean", "cumsum", "diagonal",
                 "movedim", "swapaxes", "zeros_like", "ones_like", "full_like", "empty_like", "new_zeros",
-                "new_ones", "new_full", "new_empty", "zeros", "ones", "full", "arange", "tensor", "as_tensor",
-                # numbers and metadata, not tensors on the gradient's path
-                "size", "dim", "numel", "stride", "finfo", "iinfo", "is_floating_point", "is_complex",
-                "element_size", "get_device"}
+                "new_ones", "new_full", "new_empty", "zeros", "ones", "full", "arange", "tensor", "as_tensor"}
 # Tensor constructors: no side effects, but they raise on bad arguments (ragged lists, bad sizes).
 CONSTRUCTORS = {"torch.tensor", "torch.as_tensor", "torch.zeros", "torch.ones", "torch.full", "torch.arange",
                 "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.empty_like", "torch.linspace"}
@@ -146,10 +144,6 @@ NEW_OBJECT_FUNCS = {f"torch.{n}" for n in ("zeros", "ones", "empty", "full", "ra
 RAISES_ON_EMPTY = {"max", "min", "amax", "amin", "argmax", "argmin"}
 # Reductions that warn (a visible side effect) on inputs with too few elements.
 WARNS_ON_EMPTY = {"std", "var"}
-
-# Arithmetic with a Python number: shape kept; dtype kept for floating tensors
-# (and for int tensors with an int, except true division).
-ARITH_FINITE_GRAD = {"Add", "Subtract", "Multiply"}  # division by a constant is finite too if nonzero
 
 # Functions and methods that return tensors (besides the tables above).
 TENSOR_FUNCS = {"where", "cat", "stack", "zeros", "ones", "zeros_like", "ones_like", "full", "full_like",

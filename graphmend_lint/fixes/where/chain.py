@@ -12,7 +12,9 @@ from .values import Values, any_tensor_dims
 from .verdict import SYMBOLS, Chain
 
 
-PYTHON_VALUE_CALLS = {"float", "int", "bool", "len", "str", "range", "tuple", "list"}  # `float("-inf")`: no gradient
+# calls that give numbers or static facts, not tensors on the gradient's path
+_NO_GRADIENT = T.STATIC_METHODS | {q.rsplit(".", 1)[1] for q in T.STATIC_FUNCS}
+_NO_GRADIENT_BUILTINS = T.DATA_BUILTINS | T.STATIC_BUILTINS  # `float("-inf")`, `len(x)`
 
 
 def _power_one(e: cst.BaseExpression) -> bool:
@@ -90,8 +92,8 @@ class Chains(Values):
                 if op in T.ELEMENTWISE:
                     if not T.ELEMENTWISE[op].finite_grad:
                         found.append(f"`{op}`")
-                elif op not in T.ROUTING_GRAD and not (
-                        op is None and isinstance(n.func, cst.Name) and n.func.value in PYTHON_VALUE_CALLS):
+                elif op not in T.ROUTING_GRAD and op not in _NO_GRADIENT and not (
+                        op is None and isinstance(n.func, cst.Name) and n.func.value in _NO_GRADIENT_BUILTINS):
                     found.append(f"`{op or code(n.func)}`")
 
             def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
