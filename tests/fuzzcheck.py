@@ -178,10 +178,7 @@ def _compiled_problem(source: str, fixed: str, harness: str, inputs: list) -> st
             o_after = torch.rand(4)  # the random stream after the call: a fix keeps every draw
             if o.error is not None:
                 continue
-            torch.manual_seed(1000 + i)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                f = _observe(compiled, args)
+            f = _observe_compiled(compiled, args, i)
             f_after = torch.rand(4)
             if not torch.equal(o_after, f_after):
                 return f"input {i}: compiled random stream differs (a draw was dropped or added)"
@@ -203,12 +200,16 @@ def _torch_differs(source: str, harness: str, i: int, args, what: str, fixed_val
     if what not in ("output", "gradients"):
         return False
     _, orig_fn, _ = _build(source, harness, "orig-compiled")
-    compiled = torch.compile(orig_fn, backend="aot_eager")
+    c = _observe_compiled(torch.compile(orig_fn, backend="aot_eager"), args, i)
+    return _close(c.output if what == "output" else c.grads, fixed_value)
+
+
+def _observe_compiled(compiled, args, i: int):
+    """A compiled run of input `i`, seeded as the eager run of that input (warnings of torch.compile hidden)."""
     torch.manual_seed(1000 + i)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        c = _observe(compiled, args)
-    return _close(c.output if what == "output" else c.grads, fixed_value)
+        return _observe(compiled, args)
 
 
 def check_program(source: str, harness: str = "", *, eager: bool = True, breaks: bool = False,
