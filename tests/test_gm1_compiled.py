@@ -209,7 +209,46 @@ def test_one_sided_read_keeps_no_gradient():
 
 
 def test_grad_off_cases_exist():
-    assert {c.name for c in GRAD_OFF} >= {"invalid_one_sided_param.py", "invalid_sqrt_in_elif_chain.py"}
+    assert {c.name for c in GRAD_OFF} >= {"invalid_one_sided_param.py", "invalid_module_call_shared.py"}
+
+
+def _nan_same(a: list, b: list, exact: bool) -> bool:
+    """Equal (NaN where NaN): bitwise, or (Inductor's own kernels) within float32 rounding."""
+    def same(x, y):
+        x, y = torch.nan_to_num(x, nan=0.0), torch.nan_to_num(y, nan=0.0)
+        return torch.equal(x, y) if exact else torch.allclose(x, y, rtol=1e-5, atol=1e-6)
+    return len(a) == len(b) and all(x.shape == y.shape and x.dtype == y.dtype and torch.equal(x.isnan(), y.isnan())
+                                    and same(x, y) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("name", ["invalid_sqrt_in_elif_chain.py", "invalid_elif_chain.py"])
+def test_elif_chain_double_where_exact_with_gradients(name):
+    """An `elif` chain whose arms hold sqrt / tanh / sigmoid: each arm's input is guarded by the
+    test that takes it (`torch.where(c0, 1.0, torch.where(c1, h, 1.0))`), so with gradients on the
+    compiled form runs in one graph and gives the eager original's values and gradients, also where
+    the untaken arm sees NaN or -inf (plain torch.where gives NaN gradients there)."""
+    case = FIXTURES / "GM101" / name
+    fixed_path = case.with_name(case.stem + ".fixed.py")
+    assert "is_grad_enabled" not in fixed_path.read_text(encoding="utf-8")
+    orig, inputs = _make(case, "ec_o")
+    fixed, _ = _make(fixed_path, "ec_f")
+    fixed.load_state_dict(orig.state_dict())
+    with torch.no_grad():  # identity layer: the untaken arm sees the input's NaN and -inf as they are
+        for m in (orig, fixed):
+            m.proj.weight.copy_(torch.eye(4))
+            m.proj.bias.zero_()
+    odd = [torch.tensor([[float("nan"), 0.5, 1.0, -1.0]]), torch.tensor([[float("-inf"), 0.5, 1.0, -1.0]])]
+    for args in [*inputs, *[(t.requires_grad_(),) for t in odd]]:
+        want, want_g, _ = _call(orig, args)
+        for backend in ("aot_eager", "inductor"):
+            got, got_g, breaks = _call(fixed, args, backend)
+            assert breaks == 0, backend
+            exact = backend == "aot_eager"
+            assert _nan_same(want, got, exact) and _nan_same(want_g, got_g, exact), (backend, args)
+    h = torch.tensor([[float("nan"), 0.5, 1.0, -1.0]], requires_grad=True)  # torch.where alone: NaN
+    y = torch.where(h.mean() > 1, torch.sqrt(h), torch.where(h.mean() < -1, h * 2, h))
+    (g,) = torch.autograd.grad(y.sum(), h)
+    assert not torch.isfinite(g).all()
 
 
 @pytest.mark.parametrize("case", GRAD_OFF, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -24,7 +24,7 @@ from .flow import bound_before, live_after, none_here
 from .inline import environment, renamed
 from .proof import Prover
 from .quiet import ONLY_LOGGED
-from .rewrite import guarded, index_guarded
+from .rewrite import guarded_arm, index_guarded
 from .values import breaks_on
 from .verdict import EAGER_ONLY, GapKind, Verdict
 
@@ -43,19 +43,24 @@ def plan(prover: Prover, node: cst.If) -> tuple[Verdict, list | cst.If | None]:
 
 
 def _pairs(prover: Prover, v: Verdict, values: list, conds: list) -> list:
-    """Prove every value against the first; with one condition, apply the double-where guard.
+    """Prove every value against the first and apply the double-where guard to each value that needs
+    it (rewrite.guarded_arm; one test or an `elif` chain); with one test, the index guard too.
     Values that read the assignments hoisted from after the `if` (`return_after`) are proved as
     what they compute (`Prover.inlined`); the guards, which rewrite the value itself, are off then
     (an op with an infinite derivative there becomes a missing proof: gradients off)."""
     proved = [prover.inlined(x) for x in values]
-    single = len(values) == 2 and len(conds) == 1 and all(p is x for p, x in zip(proved, values))
-    for other in proved[1:]:
-        pv = prover.pair(proved[0], other, can_guard=single)
+    own = len(values) == len(conds) + 1 and all(p is x for p, x in zip(proved, values))
+    single = own and len(conds) == 1
+    bad = [False] * len(values)
+    base = None
+    for i, other in enumerate(proved[1:], 1):
+        pv = prover.pair(proved[0], other, can_guard=own, can_index=single)
         v.add(pv)
-        if single and pv.guard:
-            base, on_true, on_false = pv.guard
-            values = [guarded(prover, values[0], base, conds[0], True) if on_true else values[0],
-                      guarded(prover, values[1], base, conds[0], False) if on_false else values[1]]
+        if own and pv.guard:
+            base, on_first, on_other = pv.guard
+            bad[0], bad[i] = bad[0] or on_first, on_other
+    if base is not None:
+        values = [guarded_arm(prover, x, base, conds, i) if bad[i] else x for i, x in enumerate(values)]
     if single:
         values = [index_guarded(prover, values[0], conds[0], True),
                   index_guarded(prover, values[1], conds[0], False)]

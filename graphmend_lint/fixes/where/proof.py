@@ -86,18 +86,21 @@ class Prover(Totality, Chains):
                     return why
         return None
 
-    def pair(self, a: cst.BaseExpression, b: cst.BaseExpression, can_guard: bool = False) -> Verdict:
+    def pair(self, a: cst.BaseExpression, b: cst.BaseExpression, can_guard: bool = False,
+             can_index: bool | None = None) -> Verdict:
         """Can `torch.where(c, a, b)` stand for `a if c else b`? The steps: values that are no
         tensors (refused), no side effects or raising (`total`), autograd history, then one shape
         and dtype (`_same_kind`), and ops whose derivative is infinite somewhere.
 
         `can_guard`: the caller can apply the double-where guard (`v.guard`) for ops whose derivative
-        is infinite somewhere (one condition only)."""
+        is infinite somewhere; `can_index` (default: `can_guard`): it can apply the index guard
+        (rewrite.index_guarded, one condition only)."""
         v = Verdict()
         v.refuse = self._not_tensors(a, b)
         if v.refuse:
             return v
-        v.add(self.total(a, value=can_guard)).add(self.total(b, value=can_guard))
+        index = can_guard if can_index is None else can_index
+        v.add(self.total(a, value=index)).add(self.total(b, value=index))
         if v.refuse:
             return v
         self._history(v, a, b)

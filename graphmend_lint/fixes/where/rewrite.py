@@ -35,9 +35,22 @@ class _Rename(cst.CSTTransformer):
 def guarded(prover: Prover, value: cst.BaseExpression, base: str, cond: cst.BaseExpression,
             taken_when_true: bool) -> cst.BaseExpression:
     """`sqrt(h)` -> `sqrt(torch.where(c, h, 1.0))`: same values where taken, finite gradients elsewhere."""
+    return guarded_arm(prover, value, base, [cond], 0 if taken_when_true else 1)
+
+
+def guarded_arm(prover: Prover, value: cst.BaseExpression, base: str, conds: list[cst.BaseExpression],
+                arm: int) -> cst.BaseExpression:
+    """The double where for arm `arm` of `torch.where(c0, v0, torch.where(c1, v1, ... v_n))`: `base`
+    -> `torch.where(c0, 1.0, torch.where(c1, base, 1.0))` for arm 1 (the arm's own test true, every
+    earlier one false; the last arm has no test of its own). Where the arm is taken the value is
+    `base` itself; elsewhere every op sees 1.0, and torch.where's backward drops whatever gradient
+    the untaken arm computes there (it selects, it does not multiply), so no NaN reaches `base`."""
     one = cst.Float("1.0")
-    inner = prover.call("torch.where", cond, cst.Name(base), one) if taken_when_true else \
-        prover.call("torch.where", cond, one, cst.Name(base))
+    inner: cst.BaseExpression = cst.Name(base)
+    if arm < len(conds):
+        inner = prover.call("torch.where", conds[arm], inner, one)
+    for cond in reversed(conds[:arm]):
+        inner = prover.call("torch.where", cond, one, inner)
     return value.visit(_Rename(base, inner))
 
 
