@@ -221,32 +221,50 @@ def _nan_same(a: list, b: list, exact: bool) -> bool:
                                     and same(x, y) for x, y in zip(a, b))
 
 
-@pytest.mark.parametrize("name", ["invalid_sqrt_in_elif_chain.py", "invalid_elif_chain.py"])
-def test_elif_chain_double_where_exact_with_gradients(name):
-    """An `elif` chain whose arms hold sqrt / tanh / sigmoid: each arm's input is guarded by the
-    test that takes it (`torch.where(c0, 1.0, torch.where(c1, h, 1.0))`), so with gradients on the
+DOUBLE_WHERE = ["invalid_sqrt_in_elif_chain.py", "invalid_elif_chain.py", "invalid_rescale_by_max.py",
+                "invalid_reduction_maybe_empty.py"]
+
+
+@pytest.mark.parametrize("name", DOUBLE_WHERE)
+def test_double_where_exact_with_gradients(name):
+    """Branch values whose ops are not exact under torch.where's zero gradient (sqrt, tanh, sigmoid
+    in an `elif` chain; `h - h.amax()`, not a chain of ops): each arm's input is guarded by the tests
+    that take it (`torch.where(c0, 1.0, torch.where(c1, h, 1.0))`), so with gradients on the
     compiled form runs in one graph and gives the eager original's values and gradients, also where
     the untaken arm sees NaN or -inf (plain torch.where gives NaN gradients there)."""
     case = FIXTURES / "GM101" / name
     fixed_path = case.with_name(case.stem + ".fixed.py")
     assert "is_grad_enabled" not in fixed_path.read_text(encoding="utf-8")
-    orig, inputs = _make(case, "ec_o")
-    fixed, _ = _make(fixed_path, "ec_f")
+    orig, inputs = _make(case, "dw_o")
+    fixed, _ = _make(fixed_path, "dw_f")
     fixed.load_state_dict(orig.state_dict())
     with torch.no_grad():  # identity layer: the untaken arm sees the input's NaN and -inf as they are
         for m in (orig, fixed):
             m.proj.weight.copy_(torch.eye(4))
             m.proj.bias.zero_()
-    odd = [torch.tensor([[float("nan"), 0.5, 1.0, -1.0]]), torch.tensor([[float("-inf"), 0.5, 1.0, -1.0]])]
-    for args in [*inputs, *[(t.requires_grad_(),) for t in odd]]:
+    first, *rest = inputs[0]
+    odd = []
+    for bad in (float("nan"), float("-inf")):
+        x = first.detach().clone()
+        x.view(-1)[0] = bad
+        odd.append((x.requires_grad_(), *rest))
+    for args in [*inputs, *odd]:
         want, want_g, _ = _call(orig, args)
         for backend in ("aot_eager", "inductor"):
             got, got_g, breaks = _call(fixed, args, backend)
             assert breaks == 0, backend
             exact = backend == "aot_eager"
             assert _nan_same(want, got, exact) and _nan_same(want_g, got_g, exact), (backend, args)
-    h = torch.tensor([[float("nan"), 0.5, 1.0, -1.0]], requires_grad=True)  # torch.where alone: NaN
+
+
+def test_plain_where_gives_nan_gradients_there():
+    """What the guard prevents: torch.where alone, the untaken sqrt / amax at NaN."""
+    h = torch.tensor([[float("nan"), 0.5, 1.0, -1.0]], requires_grad=True)
     y = torch.where(h.mean() > 1, torch.sqrt(h), torch.where(h.mean() < -1, h * 2, h))
+    (g,) = torch.autograd.grad(y.sum(), h)
+    assert not torch.isfinite(g).all()
+    h = torch.tensor([[float("nan"), 0.5], [1.0, -1.0]], requires_grad=True)
+    y = torch.where(h.abs().amax() > 1, h - h.abs().amax(), h)
     (g,) = torch.autograd.grad(y.sum(), h)
     assert not torch.isfinite(g).all()
 

@@ -115,7 +115,9 @@ def findings(body: str, code: str = "GM101"):
     ("if mask is None:\n    if h.sum() > 0:\n        mask = h > 0\nreturn h, mask\n", "none", "is None here"),
     ("if h.sum() > 0:\n    h = torch.exp(h)\nreturn h\n", "safe", "double where"),
     ("if h.sum() > 0:\n    h = torch.exp(h)\nelif h.sum() < -1:\n    h = h * 2\nreturn h\n", "safe",
-     "infinite derivative"),
+     "double where: exact gradients"),
+    ("if h.sum() > 0:\n    h = torch.exp(h)\nelif h.sum() < -1:\n    h = h * x\nreturn h\n", "unsafe",
+     "`exp`, `h * x` has an infinite derivative"),
     # h comes from outside the no_grad block: the untaken `if` keeps its autograd history, where() does not
     ("with torch.no_grad():\n    if h.sum() > 0:\n        h = torch.exp(h)\nreturn h\n", "unsafe", "detaches"),
     ("with torch.no_grad():\n    g = h * 3\n    if g.sum() > 0:\n        g = torch.exp(g)\nreturn g\n", "safe", ""),
@@ -142,8 +144,10 @@ def findings(body: str, code: str = "GM101"):
     ("if h.amax() > 1 or h.sum() > 0:\n    h = h * 2\nreturn h\n", "safe", ""),
     # the test already ran `h.amax()`: in the branch it cannot raise on an empty tensor
     ("if h.amax() > 1:\n    h = h - h.amax()\nreturn h\n", "safe", "under torch.compile only"),
-    # ... but dividing by it has an infinite derivative where it is 0 (NaN gradients through torch.where)
-    ("if h.amax() > 1:\n    h = h / h.amax()\nreturn h\n", "safe", "`/ h.amax()`, `amax` has an infinite derivative"),
+    # ... but dividing by it has an infinite derivative where it is 0 (NaN gradients through torch.where):
+    # the double where guards `h`, the one tensor the value reads; with another tensor, gradients off
+    ("if h.amax() > 1:\n    h = h / h.amax()\nreturn h\n", "safe", "double where: exact gradients"),
+    ("if h.amax() > 1:\n    h = h / x.amax()\nreturn h\n", "safe", "`/ x.amax()`, `amax` has an infinite derivative"),
     # ... and so do ops whose derivative depends on the input, where it is NaN or infinite (a NaN from
     # another branch, -inf attention scores): found by the differential fuzzer under torch.compile.
     # One condition: the double where guards the input (exact); else gradients off.
@@ -153,7 +157,8 @@ def findings(body: str, code: str = "GM101"):
     ("if h.sum() > 0:\n    h = h.clamp(-1, 1)\nreturn h\n", "safe", "compile only (eager runs the `if` unchanged)"),
     ("if h.sum() > 0:\n    h = h * x\nreturn h\n", "safe",
      "`h * x` has an infinite derivative somewhere, or one that is NaN at a NaN or infinite input"),
-    ("if h.sum() > 0:\n    h = h.norm() * h\nreturn h\n", "safe", "`h.norm() * h`, `norm` has an infinite"),
+    ("if h.sum() > 0:\n    h = h.norm() * h\nreturn h\n", "safe", "double where: exact gradients"),
+    ("if h.sum() > 0:\n    h = x.norm() * h\nreturn h\n", "safe", "`x.norm() * h`, `norm` has an infinite"),
     ("if torch.equal(h, x):\n    h = h * 2\nreturn h\n", "none", "Python value from tensor data"),
     ("if h.sum() > 0:\n    h = h * 2\nh += 1\nreturn h\n", "unsafe", "modified in place"),
     ("if h.sum() > 0:\n    h = h * 2\nh[0] = 1\nreturn h\n", "unsafe", "modified in place"),
@@ -512,11 +517,13 @@ def test_proved_ternary_without_compile_only_form_is_unsafe(body):
     ("h.masked_fill(h > 1, torch.finfo(h.dtype).min) + 1", False),  # finfo is a number, masked_fill masks
     ("h.sum() * 2 + h.mean() + h", False),  # sums and arithmetic with numbers
     ("(h * x).clamp(-1, 1)", True),  # each factor's gradient is the other: NaN where it is NaN or inf
-    ("h.amax(-1, keepdim=True) + h", True),  # amax's backward divides by the count of maxima: NaN at NaN
+    ("h.amax(-1, keepdim=True) + x", True),  # amax's backward divides by the count of maxima: NaN at NaN
+    ("h.amax(-1, keepdim=True) + h", False),  # ... but `h` is the one tensor read: the double where guards it
 ])
 def test_untaken_branch_gradient_stays_zero(value, grad_off):
     """Ops that route, sum or mask the gradient keep torch.where's zero exact at NaN and +-inf; others
-    make the compiled form wait for gradients off (not a chain on one name: no double where)."""
+    make the compiled form wait for gradients off, unless the values read one tensor only (the double
+    where guards it)."""
     (f,) = findings(f"if h.sum() > 0:\n    y = {value}\nelse:\n    y = h - 1\nreturn y\n")
     assert f.safety.value == "safe", f.message
     assert ("not torch.is_grad_enabled()" in f.message) == grad_off, f.message

@@ -87,11 +87,19 @@ SHAPE_ONLY = {"shape", "dtype", "device", "size", "dim", "ndim", "numel", "is_fl
 def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
     """Names (and `self.x` chains) whose values `e` reads, not counting the data argument of a
     constructor (`torch.tensor(self.factors)` copies it, with no autograd link), the mask of
-    `masked_fill` (bool) or `.shape`-like reads."""
+    `masked_fill` or the condition of `torch.where` (bool), comparisons (bool) or `.shape`-like reads."""
     found: dict[str, int] = {}
 
     class V(cst.CSTVisitor):
+        def visit_Comparison(self, n: cst.Comparison) -> bool:
+            return False  # a bool: no gradient reaches what it compares
+
         def visit_Call(self, n: cst.Call) -> bool:
+            if prover.b.qualify(n.func) == "torch.where" and len(n.args) == 3 and not n.args[0].keyword:
+                fastwalk.visit(n.func, self)
+                for a in n.args[1:]:
+                    fastwalk.visit(a.value, self)
+                return False
             if prover.b.qualify(n.func) in T.CONSTRUCTORS:
                 for a in n.args[1:]:
                     fastwalk.visit(a.value, self)

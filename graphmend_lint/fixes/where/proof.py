@@ -12,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ...analysis.bindings import dotted
-from ..syntax import code, flatten
+from ..syntax import code, flatten, names_in
 from .chain import Chains
 from .inline import substitute
 from .total import Totality
@@ -149,6 +149,16 @@ class Prover(Totality, Chains):
             self.checks[why] = GRAD_OFF
             v.missing.append(why)
 
+    def _only_leaf(self, a: cst.BaseExpression, b: cst.BaseExpression) -> str | None:
+        """The one name both values compute from, when it is a tensor and they read
+        nothing else but torch's functions (`h - h.amax(dim=0, keepdim=True)` and `h`): the
+        double where then reaches every input that can take a gradient."""
+        names = {n for n in names_in(a) | names_in(b) if n not in ("True", "False", "None")}
+        leaves = [n for n in names if not (self.b.qualify(cst.Name(n)) or "").split(".")[0] == "torch"]
+        if len(leaves) != 1 or not self.is_tensor(cst.Name(leaves[0])):
+            return None
+        return leaves[0]
+
     def _same_kind(self, v: Verdict, a: cst.BaseExpression, b: cst.BaseExpression, can_guard: bool) -> list[str]:
         """Proofs that both values have one shape and dtype (op chains on one name), or the missing
         proof checked by comparing them while tracing. Returns the ops with an infinite (or NaN) derivative
@@ -159,7 +169,16 @@ class Prover(Totality, Chains):
                    "(torch.where broadcasts and promotes silently)")
             self.checks[why] = SHAPES
             v.missing.append(why)
-            return self.bad_grad_ops(a) + self.bad_grad_ops(b)
+            bad_a, bad_b = self.bad_grad_ops(a), self.bad_grad_ops(b)
+            base = self._only_leaf(a, b)
+            if (bad_a or bad_b) and base and not self.grad_off and can_guard and "`detach`" not in bad_a + bad_b:
+                v.guard = (base, bool(bad_a), bool(bad_b))  # any value of one floating tensor: guarded alike
+                if not self.is_float(cst.Name(base)):  # an integer tensor would turn floating
+                    why = f"`{base}` is not provably floating (needed for the double where's 1.0 to keep its dtype)"
+                    self.checks[why] = f"{base}.is_floating_point()"
+                    v.missing.append(why)
+                return []
+            return bad_a + bad_b
         base = cst.Name(ca.base)
         if not self.is_tensor(base) and not self.is_float(base):
             why = f"`{ca.base}` is not provably a tensor"
