@@ -222,7 +222,7 @@ def _nan_same(a: list, b: list, exact: bool) -> bool:
 
 
 DOUBLE_WHERE = ["invalid_sqrt_in_elif_chain.py", "invalid_elif_chain.py", "invalid_rescale_by_max.py",
-                "invalid_reduction_maybe_empty.py"]
+                "invalid_reduction_maybe_empty.py", "invalid_return_after_shadow.py"]
 
 
 @pytest.mark.parametrize("name", DOUBLE_WHERE)

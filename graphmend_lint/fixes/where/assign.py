@@ -49,14 +49,14 @@ def _pairs(prover: Prover, v: Verdict, values: list, conds: list) -> list:
     what they compute (`Prover.inlined`); the guards, which rewrite the value itself, are off then
     (an op with an infinite derivative there becomes a missing proof: gradients off)."""
     proved = [prover.inlined(x) for x in values]
-    own = len(values) == len(conds) + 1 and all(p is x for p, x in zip(proved, values))
-    single = own and len(conds) == 1
+    own = [len(values) == len(conds) + 1 and p is x for p, x in zip(proved, values)]  # not inlined: rewritable
+    single = all(own) and len(conds) == 1
     bad = [False] * len(values)
     base = None
     for i, other in enumerate(proved[1:], 1):
-        pv = prover.pair(proved[0], other, can_guard=own, can_index=single)
+        pv = prover.pair(proved[0], other, can_guard=(own[0], own[i]), can_index=single)
         v.add(pv)
-        if own and pv.guard:
+        if pv.guard:
             base, on_first, on_other = pv.guard
             bad[0], bad[i] = bad[0] or on_first, on_other
     if base is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..syntax import names_in
+
 ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.SimpleString)
 
 
@@ -34,8 +36,9 @@ class _Substitute(cst.CSTTransformer):
 
 
 def substitute(e: cst.BaseExpression, env: dict[str, cst.BaseExpression]) -> cst.BaseExpression:
-    """`e` with each name of `env` replaced by its value (parenthesised unless it is an atom)."""
-    return e.visit(_Substitute(env)) if env else e
+    """`e` with each name of `env` replaced by its value (parenthesised unless it is an atom); `e`
+    itself when it reads none of them."""
+    return e.visit(_Substitute(env)) if env and not names_in(e).isdisjoint(env) else e
 
 
 def environment(assigns: list[cst.Assign]) -> dict[str, cst.BaseExpression]:

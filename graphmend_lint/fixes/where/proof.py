@@ -86,25 +86,26 @@ class Prover(Totality, Chains):
                     return why
         return None
 
-    def pair(self, a: cst.BaseExpression, b: cst.BaseExpression, can_guard: bool = False,
+    def pair(self, a: cst.BaseExpression, b: cst.BaseExpression, can_guard: bool | tuple[bool, bool] = False,
              can_index: bool | None = None) -> Verdict:
         """Can `torch.where(c, a, b)` stand for `a if c else b`? The steps: values that are no
         tensors (refused), no side effects or raising (`total`), autograd history, then one shape
         and dtype (`_same_kind`), and ops whose derivative is infinite somewhere.
 
         `can_guard`: the caller can apply the double-where guard (`v.guard`) for ops whose derivative
-        is infinite somewhere; `can_index` (default: `can_guard`): it can apply the index guard
-        (rewrite.index_guarded, one condition only)."""
+        is infinite somewhere (to `a`, to `b`: a pair when it can rewrite one only); `can_index`
+        (default: `can_guard`): it can apply the index guard (rewrite.index_guarded, one condition only)."""
+        sides = can_guard if isinstance(can_guard, tuple) else (can_guard, can_guard)
         v = Verdict()
         v.refuse = self._not_tensors(a, b)
         if v.refuse:
             return v
-        index = can_guard if can_index is None else can_index
+        index = all(sides) if can_index is None else can_index
         v.add(self.total(a, value=index)).add(self.total(b, value=index))
         if v.refuse:
             return v
         self._history(v, a, b)
-        bad = self._same_kind(v, a, b, can_guard)
+        bad = self._same_kind(v, a, b, sides)
         if bad and not self.grad_off:
             ops = ", ".join(dict.fromkeys(bad))
             why = (f"{ops} has an infinite derivative somewhere, or one that is NaN at a NaN or infinite input: "
@@ -159,7 +160,8 @@ class Prover(Totality, Chains):
             return None
         return leaves[0]
 
-    def _same_kind(self, v: Verdict, a: cst.BaseExpression, b: cst.BaseExpression, can_guard: bool) -> list[str]:
+    def _same_kind(self, v: Verdict, a: cst.BaseExpression, b: cst.BaseExpression,
+                   sides: tuple[bool, bool]) -> list[str]:
         """Proofs that both values have one shape and dtype (op chains on one name), or the missing
         proof checked by comparing them while tracing. Returns the ops with an infinite (or NaN) derivative
         somewhere that the double-where guard (set on `v` when it can be) does not cover."""
@@ -171,7 +173,8 @@ class Prover(Totality, Chains):
             v.missing.append(why)
             bad_a, bad_b = self.bad_grad_ops(a), self.bad_grad_ops(b)
             base = self._only_leaf(a, b)
-            if (bad_a or bad_b) and base and not self.grad_off and can_guard and "`detach`" not in bad_a + bad_b:
+            if (bad_a or bad_b) and base and not self.grad_off and (sides[0] or not bad_a) and \
+                    (sides[1] or not bad_b) and "`detach`" not in bad_a + bad_b:
                 v.guard = (base, bool(bad_a), bool(bad_b))  # any value of one floating tensor: guarded alike
                 if not self.is_float(cst.Name(base)):  # an integer tensor would turn floating
                     why = f"`{base}` is not provably floating (needed for the double where's 1.0 to keep its dtype)"
@@ -190,7 +193,8 @@ class Prover(Totality, Chains):
             self.checks[why] = f"{ca.base}.is_floating_point()"
             v.missing.append(why)
         bad = ca.bad_grad + cb.bad_grad
-        if bad and not self.grad_off and can_guard and "`detach`" not in bad:
+        if bad and not self.grad_off and (sides[0] or not ca.bad_grad) and (sides[1] or not cb.bad_grad) and \
+                "`detach`" not in bad:
             # every such op has a finite derivative at 1.0 (tests/test_gm1_tables.py)
             v.guard = (ca.base, bool(ca.bad_grad), bool(cb.bad_grad))
             bad = []
