@@ -54,6 +54,18 @@ STATEMENTS = [
     'return torch.where(torch.isfinite(hidden_states), hidden_states, torch.zeros_like(hidden_states)) * scale',
     'output = self.output_projection(torch.nn.functional.gelu(self.intermediate_dense(hidden_states)), bias=b)',
     'if torch.compiler.is_compiling() and hidden_states.shape == residual.shape and hidden_states.dtype == dt:',
+    # a bare tuple (GM101's tuple return): the last element's bracket, else an earlier one's, then the rest
+    'return torch.where(h.mean() > 0, torch.tanh(torch.where(h.mean() > 0, h, 1.0)), h2), torch.where(c, h, g)',
+    'return torch.where((h > 0).any(), F.gelu(torch.where((h > 0).any(), h, 1.0)), h), '
+    'torch.where((h > 0).any(), torch.tanh(torch.where((h > 0).any(), h, 1.0)), h * 0.5)',
+    'return hidden_states, torch.where(attention_mask.sum() > 0, hidden_states * scale_factor, hidden_states)',
+    'return torch.where(cond, hidden_states * scale_factor, hidden_states), attention_mask, position_ids, cache',
+    'return torch.where(attention_mask.sum() > 0, hidden_states * scale_factor, hidden_states), hidden_states',
+    'y = torch.where(attention_mask.sum() > 0, hidden_states * scale_factor, hidden_states), attention_mask[0]',
+    'return torch.where(attention_mask.sum() > 0, hidden_states * scale_factor, hidden_states), attention_mask[0]',
+    'y = torch.where(attention_mask.sum() > 0, hidden_states * scale_factor, hidden_states), torch.where(c, h, g)',
+    'y = hidden_states, torch.where(attention_mask.sum() > 0, hidden_states * scale_factor, hidden_states)',
+    'return hidden_states, torch.where(attention_mask.sum() > 0, hidden_states * scale_factor, hidden_states * 2)',
 ]
 
 

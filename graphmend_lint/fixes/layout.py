@@ -172,11 +172,20 @@ class Wrapper:
         return "\n" not in text and len(text) + 3 * tabs <= self.width  # a tab counts four, as in ruff
 
     def fmt(self, expr: cst.BaseExpression, prefix: str, suffix: str, indent: str,
-            parens_ok: bool = False) -> list[str]:
-        """Lines (indented) for `prefix + expr + suffix`."""
+            parens_ok: bool = False, bare_pair: bool = False) -> list[str]:
+        """Lines (indented) for `prefix + expr + suffix`. `bare_pair`: a tuple of two may stay bare
+        (a `return`; ruff parenthesises the tuple an assignment binds)."""
         flat = indent + prefix + _flat(expr) + suffix
         if self.fits(flat):
             return [flat]
+        if isinstance(expr, cst.Tuple) and not expr.lpar and len(expr.elements) > 1 and parens_ok and \
+                not isinstance(expr.elements[-1].comma, cst.Comma) and self.fits(indent + prefix + "("):
+            # ruff (black) keeps a returned pair `a(...), b(...)` bare and splits its brackets; more
+            # elements, a last one that is no call, or an assignment's tuple go inside parentheses
+            last = expr.elements[-1].value
+            bare = bare_pair and len(expr.elements) == 2 and isinstance(last, cst.Call) and not last.lpar
+            got = self._bare_tuple(expr, prefix, suffix, indent) if bare else None
+            return got or self._explode(indent + prefix + "(", list(expr.elements), ")" + suffix, indent)
         for head, items, close in _candidates(expr):  # the last bracket whose head line fits
             first = indent + prefix + head
             if self.fits(first):
@@ -191,6 +200,24 @@ class Wrapper:
             inner = indent + self.unit  # a parenthesised chain: its operands a line each, as ruff does
             return [indent + prefix + "(", *self._inner(bare, "", "", inner), indent + ")" + suffix]
         return [flat]
+
+    def _bare_tuple(self, expr: cst.Tuple, prefix: str, suffix: str, indent: str) -> list[str] | None:
+        """`return a(...), b(...)` as ruff splits it: the last element's bracket whose head line
+        fits, else an earlier one's, then what follows its closing bracket, split the same way."""
+        els = expr.elements
+        texts = [_item_text(e) for e in els]
+        for i in reversed(range(len(els))):
+            before = "".join(t + ", " for t in texts[:i])
+            for head, items, close in _candidates(els[i].value):
+                first = indent + prefix + before + head
+                if not self.fits(first):
+                    continue
+                lines = self._explode(first, items, "", indent)[:-1]
+                if i == len(els) - 1:
+                    return lines + [indent + close + suffix]
+                rest = expr.with_changes(elements=els[i + 1:]) if i + 2 < len(els) else els[i + 1].value
+                return lines + self.fmt(rest, close + ", ", suffix, indent)
+        return None
 
     def _explode(self, first: str, items: list, tail: str, indent: str) -> list[str]:
         inner = indent + self.unit
@@ -276,7 +303,7 @@ def _statement_lines(w: Wrapper, stmt: cst.BaseSmallStatement, indent: str) -> l
     if isinstance(stmt, cst.AugAssign):
         return w.fmt(stmt.value, f"{_flat(stmt.target)} {code(stmt.operator).strip()} ", "", indent, parens_ok=True)
     if isinstance(stmt, cst.Return) and stmt.value is not None:
-        return w.fmt(stmt.value, "return ", "", indent, parens_ok=True)
+        return w.fmt(stmt.value, "return ", "", indent, parens_ok=True, bare_pair=True)
     if isinstance(stmt, cst.Raise) and stmt.exc is not None and stmt.cause is None:
         return w.fmt(stmt.exc, "raise ", "", indent)
     if isinstance(stmt, cst.Assert) and stmt.msg is not None:
