@@ -154,15 +154,16 @@ class TensorIfRule(base.GraphMendRule):
       NaN from another branch), where `if` gave no gradient at all. Ops that only route, sum or mask
       the gradient (`clamp`, `relu`, views, indexing, `cat`, `sum`, arithmetic with numbers) are
       exact at every input (measured for every op of the tables, `tests/test_gm1_tables.py`; found
-      by the differential fuzzer under torch.compile). When the branch values are ops on one name,
-      the fix guards the input of the other ops ("double where": `torch.where(c, torch.sqrt(
-      torch.where(c, x, 1.0)), x)`; in an `elif` chain, each arm's input with the tests that take
-      it, `torch.where(c0, 1.0, torch.where(c1, x, 1.0))`), which gives bit-identical values and
+      by the differential fuzzer under torch.compile). When the branch values read one floating
+      tensor only (`torch.sqrt(x)`, `x - x.amax()`), the fix guards that tensor wherever the value
+      reads it ("double where": `torch.where(c, torch.sqrt(torch.where(c, x, 1.0)), x)`; in an `elif`
+      chain, each arm's input with the tests that take it, `torch.where(c0, 1.0, torch.where(c1, x,
+      1.0))`), which gives bit-identical values and
       gradients: where the arm is not taken its ops see 1.0, and torch.where's backward selects
       (it does not multiply), so nothing they compute there reaches `x` (measured for every such
       op in the table, float32 and float16, and on NaN and -inf inputs);
-    - when either of the last two is not proved (other branch values, such as `h / h.amax()` or a
-      module call; a parameter read in one branch only), the compiled form also checks
+    - when either of the last two is not proved (values that read two tensors, such as `h * x`
+      or a module call; a parameter read in one branch only), the compiled form also checks
       `not torch.is_grad_enabled()`, a constant
       while tracing (Dynamo guards on the grad mode): under `no_grad` / `inference_mode` it runs in
       one graph, and with gradients on the original `if` runs as before, break included; the
