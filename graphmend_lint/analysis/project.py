@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import functools
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -103,6 +104,7 @@ class ProjectIndex:
         self._by_module: dict[str, set[str]] | None = None
         self._wrapped_by_module: dict[str, set[str]] = {}
         self._copies: dict[str, tuple] = {}  # generated files: a source module's renames and class modules
+        self._listed: dict[str, frozenset[str]] = {}  # folder -> its file names (`_find`)
 
     # -- finding modules -----------------------------------------------------
     def _top(self, name: str) -> list[Path]:
@@ -114,16 +116,28 @@ class ProjectIndex:
             self._tops[name] = found
         return self._tops[name]
 
+    def _files(self, folder: str) -> frozenset[str]:
+        """The names of the regular files (links followed) in `folder`, read once a run."""
+        got = self._listed.get(folder)
+        if got is None:
+            try:
+                with os.scandir(folder) as it:
+                    got = frozenset(e.name for e in it if e.is_file())
+            except OSError:
+                got = frozenset()
+            self._listed[folder] = got
+        return got
+
     def _find(self, name: str) -> Path | None:
         parts = name.split(".")
         if not all(p.isidentifier() for p in parts):
             return None
         for d in self._top(parts[0]):
-            base = d.joinpath(*parts)
-            if (base / "__init__.py").is_file():
-                return base / "__init__.py"
-            if base.with_suffix(".py").is_file():
-                return base.with_suffix(".py")
+            folder = os.path.join(d, *parts[:-1])
+            if "__init__.py" in self._files(os.path.join(folder, parts[-1])):
+                return d.joinpath(*parts, "__init__.py")
+            if parts[-1] + ".py" in self._files(folder):
+                return d.joinpath(*parts[:-1], parts[-1] + ".py")
         return None
 
     def module(self, name: str) -> dict | None:
