@@ -48,6 +48,14 @@ OUT = ROOT / "perf/results/lint_speed"
 FIXIT_ROW = re.compile(r"(.+?)@(\d+):(\d+) (\w+): (.*?)(?: \(has autofix\))?$")
 
 
+def _compiled(snap: Path) -> None:
+    """Byte-compile the frozen copy, as `pip install` does: with PYTHONDONTWRITEBYTECODE set (as on
+    some CI machines) every run would otherwise compile the package's sources again (~0.15 s warm)."""
+    import compileall
+
+    compileall.compile_dir(str(snap), quiet=1)
+
+
 def _children(pid: int) -> list[int]:
     out = []
     for d in os.listdir("/proc"):
@@ -151,6 +159,7 @@ def tree_only(args) -> int:
         files = sorted(str(p) for p in tree.rglob("*.py") if p.is_file())
         snap = tmp / "code"
         shutil.copytree(args.code, snap / "graphmend_lint", ignore=shutil.ignore_patterns("__pycache__"))
+        _compiled(snap)
         work = tmp / "work"
         work.mkdir()
         env = {**os.environ, "PYTHONPATH": str(snap), "GRAPHMEND_CACHE_DIR": str(tmp / "cache"),
@@ -277,6 +286,7 @@ def main() -> int:
         snap = tmp / "code"
         shutil.copytree(ROOT / "graphmend_lint", snap / "graphmend_lint",
                         ignore=shutil.ignore_patterns("__pycache__"))
+        _compiled(snap)
         work = tmp / "work"
         work.mkdir()
         env = {**os.environ, "PYTHONPATH": str(snap), "GRAPHMEND_CACHE_DIR": str(tmp / "cache"),
