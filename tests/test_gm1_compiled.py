@@ -221,8 +221,9 @@ def _nan_same(a: list, b: list, exact: bool) -> bool:
                                     and same(x, y) for x, y in zip(a, b))
 
 
-DOUBLE_WHERE = ["invalid_sqrt_in_elif_chain.py", "invalid_elif_chain.py", "invalid_rescale_by_max.py",
-                "invalid_reduction_maybe_empty.py", "invalid_return_after_shadow.py"]
+DOUBLE_WHERE = ["GM101/invalid_sqrt_in_elif_chain.py", "GM101/invalid_elif_chain.py", "GM101/invalid_rescale_by_max.py",
+                "GM101/invalid_reduction_maybe_empty.py", "GM101/invalid_return_after_shadow.py",
+                "GM102/invalid_ifexp_rescale_by_max.py"]
 
 
 @pytest.mark.parametrize("name", DOUBLE_WHERE)
@@ -232,7 +233,7 @@ def test_double_where_exact_with_gradients(name):
     that take it (`torch.where(c0, 1.0, torch.where(c1, h, 1.0))`), so with gradients on the
     compiled form runs in one graph and gives the eager original's values and gradients, also where
     the untaken arm sees NaN or -inf (plain torch.where gives NaN gradients there)."""
-    case = FIXTURES / "GM101" / name
+    case = FIXTURES / name
     fixed_path = case.with_name(case.stem + ".fixed.py")
     assert "is_grad_enabled" not in fixed_path.read_text(encoding="utf-8")
     orig, inputs = _make(case, "dw_o")

@@ -513,6 +513,16 @@ def test_proved_ternary_without_compile_only_form_is_unsafe(body):
     assert engine.check(src.encode(), Settings(), fix=True).source.decode() == src  # --fix leaves it
 
 
+def test_ternary_of_one_tensor_gets_the_double_where():
+    """GM102 shares the proofs: `h / h.abs().amax()` reads `h` only, so the double where guards it and
+    the compile-only form needs no gradients-off check; with a second tensor it does."""
+    (f,) = findings("y = h / h.abs().amax() if h.abs().amax() > 1 else h * 2\nreturn y\n", "GM102")
+    assert f.safety.value == "safe" and "double where: exact gradients" in f.message, f.message
+    assert "is_grad_enabled" not in f.message
+    (g,) = findings("y = h / x.abs().amax() if h.abs().amax() > 1 else h * 2\nreturn y\n", "GM102")
+    assert "not torch.is_grad_enabled()" in g.message, g.message
+
+
 @pytest.mark.parametrize("value,grad_off", [
     ("h.masked_fill(h > 1, torch.finfo(h.dtype).min) + 1", False),  # finfo is a number, masked_fill masks
     ("h.sum() * 2 + h.mean() + h", False),  # sums and arithmetic with numbers
