@@ -513,6 +513,20 @@ def test_proved_ternary_without_compile_only_form_is_unsafe(body):
     assert engine.check(src.encode(), Settings(), fix=True).source.decode() == src  # --fix leaves it
 
 
+def test_elif_arms_guard_each_their_own_tensor():
+    """Arms that read different tensors (`h`, `k`): each arm's double where guards its own, not the
+    tensor of the last arm proved."""
+    src = ("import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+           "    def forward(self, x: torch.Tensor, g: torch.Tensor):\n"
+           "        h = x * 3\n        k = g * 2\n        m = x.mean()\n"
+           "        if m > 1:\n            y = torch.ones(4)\n"
+           "        elif m < -1:\n            y = torch.sqrt(h) - h.amax()\n"
+           "        else:\n            y = torch.tanh(k) - k.amax()\n        return y\n")
+    out = engine.check(src.encode(), Settings(unsafe_fixes=True), fix=True).source.decode()
+    assert "torch.sqrt(torch.where(m > 1, 1.0, torch.where(m < -1, h, 1.0)))" in out, out
+    assert "torch.tanh(torch.where(m > 1, 1.0, torch.where(m < -1, 1.0, k)))" in out, out
+
+
 def test_ternary_of_one_tensor_gets_the_double_where():
     """GM102 shares the proofs: `h / h.abs().amax()` reads `h` only, so the double where guards it and
     the compile-only form needs no gradients-off check; with a second tensor it does."""

@@ -51,16 +51,17 @@ def _pairs(prover: Prover, v: Verdict, values: list, conds: list) -> list:
     proved = [prover.inlined(x) for x in values]
     own = [len(values) == len(conds) + 1 and p is x for p, x in zip(proved, values)]  # not inlined: rewritable
     single = all(own) and len(conds) == 1
-    bad = [False] * len(values)
-    base = None
+    bases: list[str | None] = [None] * len(values)  # the tensor each value's double where guards
     for i, other in enumerate(proved[1:], 1):
         pv = prover.pair(proved[0], other, can_guard=(own[0], own[i]), can_index=single)
         v.add(pv)
         if pv.guard:
             base, on_first, on_other = pv.guard
-            bad[0], bad[i] = bad[0] or on_first, on_other
-    if base is not None:
-        values = [guarded_arm(prover, x, base, conds, i) if bad[i] else x for i, x in enumerate(values)]
+            if on_first:
+                bases[0] = bases[0] or base
+            if on_other:
+                bases[i] = base
+    values = [guarded_arm(prover, x, b, conds, i) if b else x for i, (x, b) in enumerate(zip(values, bases))]
     if single:
         values = [index_guarded(prover, values[0], conds[0], True),
                   index_guarded(prover, values[1], conds[0], False)]
