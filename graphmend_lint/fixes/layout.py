@@ -183,7 +183,8 @@ class Wrapper:
             # ruff (black) keeps a returned pair `a(...), b(...)` bare and splits its brackets; more
             # elements, a last one that is no call, or an assignment's tuple go inside parentheses
             last = expr.elements[-1].value
-            bare = bare_pair and len(expr.elements) == 2 and isinstance(last, cst.Call) and not last.lpar
+            bare = bare_pair and len(expr.elements) == 2 and isinstance(last, cst.Call) and not last.lpar and \
+                all(type(e) is cst.Element for e in expr.elements)  # no `*a`
             got = self._bare_tuple(expr, prefix, suffix, indent) if bare else None
             return got or self._explode(indent + prefix + "(", list(expr.elements), ")" + suffix, indent)
         for head, items, close in _candidates(expr):  # the last bracket whose head line fits
@@ -202,21 +203,17 @@ class Wrapper:
         return [flat]
 
     def _bare_tuple(self, expr: cst.Tuple, prefix: str, suffix: str, indent: str) -> list[str] | None:
-        """`return a(...), b(...)` as ruff splits it: the last element's bracket whose head line
-        fits, else an earlier one's, then what follows its closing bracket, split the same way."""
-        els = expr.elements
-        texts = [_item_text(e) for e in els]
-        for i in reversed(range(len(els))):
-            before = "".join(t + ", " for t in texts[:i])
-            for head, items, close in _candidates(els[i].value):
-                first = indent + prefix + before + head
-                if not self.fits(first):
-                    continue
-                lines = self._explode(first, items, "", indent)[:-1]
-                if i == len(els) - 1:
-                    return lines + [indent + close + suffix]
-                rest = expr.with_changes(elements=els[i + 1:]) if i + 2 < len(els) else els[i + 1].value
-                return lines + self.fmt(rest, close + ", ", suffix, indent)
+        """`return a(...), b(...)` (a pair) as ruff splits it: the second element's bracket whose head
+        line fits, else the first one's, then the second after its closing bracket, split the same way."""
+        first_el, second = (e.value for e in expr.elements)
+        for head, items, close in _candidates(second):
+            start = indent + prefix + _flat(first_el) + ", " + head
+            if self.fits(start):
+                return self._explode(start, items, close + suffix, indent)
+        for head, items, close in _candidates(first_el):
+            start = indent + prefix + head
+            if self.fits(start):
+                return self._explode(start, items, "", indent)[:-1] + self.fmt(second, close + ", ", suffix, indent)
         return None
 
     def _explode(self, first: str, items: list, tail: str, indent: str) -> list[str]:

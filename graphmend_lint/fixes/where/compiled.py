@@ -95,12 +95,13 @@ def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
             return False  # a bool: no gradient reaches what it compares
 
         def visit_Call(self, n: cst.Call) -> bool:
-            if prover.b.qualify(n.func) == "torch.where" and len(n.args) == 3 and not n.args[0].keyword:
+            func = prover.b.qualify(n.func)
+            if func == "torch.where" and len(n.args) == 3 and not n.args[0].keyword:
                 fastwalk.visit(n.func, self)
                 for a in n.args[1:]:
                     fastwalk.visit(a.value, self)
                 return False
-            if prover.b.qualify(n.func) in T.CONSTRUCTORS:
+            if func in T.CONSTRUCTORS:
                 for a in n.args[1:]:
                     fastwalk.visit(a.value, self)
                 return False

@@ -160,6 +160,12 @@ class Prover(Totality, Chains):
             return None
         return leaves[0]
 
+    def _guardable(self, sides: tuple[bool, bool], bad_a: list[str], bad_b: list[str]) -> bool:
+        """The double where covers these ops: some value has one, gradients may be on, the caller
+        can rewrite each value that has one, and none is `detach` (whose result has no history)."""
+        return bool(bad_a or bad_b) and not self.grad_off and (sides[0] or not bad_a) and \
+            (sides[1] or not bad_b) and "`detach`" not in bad_a + bad_b
+
     def _same_kind(self, v: Verdict, a: cst.BaseExpression, b: cst.BaseExpression,
                    sides: tuple[bool, bool]) -> list[str]:
         """Proofs that both values have one shape and dtype (op chains on one name), or the missing
@@ -173,8 +179,7 @@ class Prover(Totality, Chains):
             v.missing.append(why)
             bad_a, bad_b = self.bad_grad_ops(a), self.bad_grad_ops(b)
             base = self._only_leaf(a, b)
-            if (bad_a or bad_b) and base and not self.grad_off and (sides[0] or not bad_a) and \
-                    (sides[1] or not bad_b) and "`detach`" not in bad_a + bad_b:
+            if base and self._guardable(sides, bad_a, bad_b):
                 v.guard = (base, bool(bad_a), bool(bad_b))  # any value of one floating tensor: guarded alike
                 if not self.is_float(cst.Name(base)):  # an integer tensor would turn floating
                     why = f"`{base}` is not provably floating (needed for the double where's 1.0 to keep its dtype)"
@@ -193,8 +198,7 @@ class Prover(Totality, Chains):
             self.checks[why] = f"{ca.base}.is_floating_point()"
             v.missing.append(why)
         bad = ca.bad_grad + cb.bad_grad
-        if bad and not self.grad_off and (sides[0] or not ca.bad_grad) and (sides[1] or not cb.bad_grad) and \
-                "`detach`" not in bad:
+        if self._guardable(sides, ca.bad_grad, cb.bad_grad):
             # every such op has a finite derivative at 1.0 (tests/test_gm1_tables.py)
             v.guard = (ca.base, bool(ca.bad_grad), bool(cb.bad_grad))
             bad = []
