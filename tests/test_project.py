@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from graphmend_lint import parallel
-from graphmend_lint.analysis import project
+from graphmend_lint.analysis import project, summary
 from graphmend_lint.cli import main
 from graphmend_lint.settings import ConfigError, Settings, from_table
 
@@ -381,6 +383,28 @@ def test_summary_reads_imports_in_every_block_in_source_order():
     s = project.parse_summary(src)
     assert s["imports"] == {"n": ".c.n", "d": "d", "f": "f", "g": "g", "j": "h.i"}
     assert s["defs"]["K.m"]["calls"] == ["other.call", "super().forward"]
+
+
+_FORWARD_CALL = re.compile(r"(?<![\w.])((?:super\(\)\.)?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
+
+
+@pytest.mark.parametrize("text", [
+    "f(x) + a.b.c (y) + super().m(z)", "super().m(", "super()..m(", "super ().m(", "xsuper().m(",
+    "super()m(", "x().m(", "1abc(", "a..b(", "ñame(", "añ(", "a.b.1c(", "f\n\t(", "f\u2003(", "((",
+    "super(super().a(", "_.x_1(", "obj.super().m(",
+])
+def test_calls_read_backwards_equal_the_forward_pattern(text):
+    """summary.calls_in reads each call from its `(` on the reversed text; it gives exactly what
+    the forward pattern (a dotted name at a [\w.] boundary, then `\s*(`) gives."""
+    assert summary.calls_in(text) == {m.group(1) for m in _FORWARD_CALL.finditer(text)}
+
+
+def test_calls_read_backwards_equal_the_forward_pattern_on_random_text():
+    parts = ["super", "()", "super().", ")(", ".", "(", ")", "a", "b1", "1", " ", "\n", "_", "ñ", "..", "x"]
+    rnd = random.Random(0)
+    for _ in range(20000):
+        text = "".join(rnd.choice(parts) for _ in range(rnd.randint(1, 12)))
+        assert summary.calls_in(text) == {m.group(1) for m in _FORWARD_CALL.finditer(text)}, text
 
 
 def test_stdin_and_editor_see_cross_file_bases(tmp_path, monkeypatch, capsys):

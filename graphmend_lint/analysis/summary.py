@@ -21,6 +21,7 @@ named only in a string of the def can add an edge (it is then resolved through t
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import sys
 
@@ -47,11 +48,32 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
-# possessive where the re module has it (3.11): the same matches (no name part ends in `.`, `(` or a
-# space), without backtracking through every name that is not called
-_CALL = re.compile(r"(?<![\w.])((?:super\(\)\.)?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\("
-                   if sys.version_info < (3, 11) else
-                   r"(?<![\w.])((?:super\(\)\.)?[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+)\s*+\(")
+# A call is a dotted name (optionally `super().name`) whose [\w.] run is followed by `\s*(`: the
+# run must start at a character that is not [\w.] and be a dotted name as a whole. Read backwards
+# from each `(` on the reversed text (the regex engine jumps to each `(`; a forward scan tries every
+# position): the same set as the forward pattern, 4x faster.
+_CALL_REVERSED = re.compile(r"\(\s*+(?:([\w.]*+)(?<=\.)\)\(repus(?![\w.])|([\w.]++))"
+                            if sys.version_info >= (3, 11) else  # no possessive quantifiers: same matches
+                            r"\(\s*(?:([\w.]*)(?<=\.)\)\(repus(?![\w.])|([\w.]+))")
+_NAME = re.compile(r"[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+" if sys.version_info >= (3, 11)
+                   else r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def calls_in(text: str) -> set[str]:
+    """The dotted names called in `text`: `f(`, `a.b.c (`, `super().m(`."""
+    out = set()
+    full = _NAME.fullmatch
+    for m in _CALL_REVERSED.finditer(text[::-1]):
+        run = m.group(2)
+        if run is not None:
+            if full(name := run[::-1]):
+                out.add(name)
+        else:  # `super().<run>(`; a run that is not a name leaves the call `super(`
+            rest = m.group(1)[-2::-1]
+            out.add(f"super().{rest}" if full(rest) else "super")
+    return out
+
+
 _COMMENT = re.compile(r"#[^\n]*")
 _GUARD_WORDS = ("compiling", "scripting", "tracing")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -99,22 +121,46 @@ _BLOCKS_OF = {t: f for t in vars(ast).values() if isinstance(t, type) and issubc
               if (f := tuple(x for x in _BLOCKS if x in t._fields))}  # node type -> its block fields
 
 
-def _imports(block: list, out: list) -> list:
+def _lines_with(text: str, word: str) -> list[int]:
+    """The numbers (from 1) of the lines of `text` that contain `word`, ascending."""
+    out: list[int] = []
+    line, at = 1, 0
+    pos = text.find(word)
+    while pos >= 0:
+        line += text.count("\n", at, pos)
+        at = pos
+        if not out or out[-1] != line:
+            out.append(line)
+        pos = text.find(word, pos + len(word))
+    return out
+
+
+def _imports(block: list, out: list, lines: list[int]) -> list:
     """The imports of a block and, recursively, of its inner blocks (defs and classes included),
-    in source order."""
+    in source order. `lines`: the lines that contain "import"; a statement none of whose lines do
+    holds no import, and is not entered."""
     for s in block:
         if isinstance(s, _IMPORTS):
             out.append(s)
             continue
-        for f in _BLOCKS_OF.get(type(s), ()):
+        fields = _BLOCKS_OF.get(type(s))
+        if not fields:
+            continue
+        start = getattr(s, "lineno", None)  # a match case has no position: entered
+        if start is not None:
+            i = bisect.bisect_left(lines, start)
+            if i == len(lines) or lines[i] > s.end_lineno:
+                continue
+        for f in fields:
             inner = getattr(s, f)
             if inner:
-                _imports(inner, out)
+                _imports(inner, out, lines)
     return out
 
 
 class _Summary:
     def __init__(self, text: str) -> None:
+        self.text = text
         self.lines = text.split("\n")
         self.imports: dict[str, str] = {}
         self.star: list[str] = []
@@ -154,14 +200,14 @@ class _Summary:
     def def_(self, name: str, node: ast.AST) -> None:
         text = self._text(node)
         deco = [d for d in (dotted(x.func if isinstance(x, ast.Call) else x) for x in node.decorator_list) if d]  # type: ignore[attr-defined]
-        calls = sorted({m.group(1) for m in _CALL.finditer(text)} - {node.name})  # type: ignore[attr-defined]
+        calls = sorted(calls_in(text) - {node.name})  # type: ignore[attr-defined]
         ret = _returns(node) if any(w in text for w in _GUARD_WORDS) and len(text) < 4000 else []
         self.defs[name] = {"calls": calls, "deco": deco, "ret": ret}
         if "wraps" in text and any(is_wrapper(n) for n in ast.walk(node) if n is not node):
             self.defs[name]["wraps"] = 1
 
     def run(self, tree: ast.Module) -> None:
-        for s in _imports(tree.body, []):
+        for s in _imports(tree.body, [], _lines_with(self.text, "import")):
             self.import_(s)
         for s in tree.body:
             self.top(s)
