@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from . import fastwalk
+from . import cstparse, fastwalk
 from . import rules as rules_pkg
 from . import settings as settings_mod
 from .analysis import external
@@ -270,7 +270,7 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: exter
     and SyntaxError when a fix would produce code Python rejects (nothing is returned then).
     """
     s = replace(s, can_add_imports=True)
-    ctx = FileContext(cst.parse_module(source), s, ext, source)
+    ctx = FileContext(cstparse.parse_module(source), s, ext, source)
     findings = lint(ctx)
     fixed, codes = 0, Counter()
     if fix:
@@ -287,7 +287,7 @@ def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: exter
             fixed += len(done)
             codes.update(f.code for f in done)
             code = finish(ctx, original, new).bytes
-            ctx = FileContext(cst.parse_module(code), s, ext, code)  # each pass lints finished code
+            ctx = FileContext(cstparse.parse_module(code), s, ext, code)  # each pass lints finished code
             findings = lint(ctx)
         with warnings.catch_warnings():  # the file's own SyntaxWarnings are not ours to print
             warnings.simplefilter("ignore")

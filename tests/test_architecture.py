@@ -43,6 +43,8 @@ ALLOWED_STATE = {
                                                       ".git...), read once per process; root.forget() drops it",
     ("graphmend_lint.parallel", "_job"): "the work handed to forked workers: set just before the pool forks, "
                                          "cleared after it; not a memo",
+    ("graphmend_lint.cstparse", "_parsing"): "the threads inside a libcst parse (their nodes skip validation): "
+                                             "added and removed around each parse; not a memo",
 }
 _MUTATORS = {"append", "insert", "extend", "update", "setdefault", "pop", "popitem", "clear", "remove", "add",
              "discard", "__setitem__", "__delitem__", "set", "appendleft"}
