@@ -4,6 +4,8 @@
     python perf/lint_speed.py --tree-only [--code DIR] [--out FILE] [--output-format json|text]
     python perf/lint_speed.py --stages [--tree DIR] [--every 5]
 
+The warm run and the sample run are repeated (`--repeat`, default 3) and their median is kept.
+
 `--stages`: where the cold time of one process goes. Every k-th file of the tree, CPU seconds per
 stage of a lint-only run (read, validate = `ast.parse` + nesting-depth check, pre-filter,
 skeleton, libcst parse, rules), printed as a markdown table; nothing is written.
@@ -137,13 +139,23 @@ def fixit_rows(stdout: str) -> set[tuple]:
     return rows
 
 
+def median_run(cmd: list[str], cwd: Path, env: dict, repeat: int) -> dict:
+    """`timed` run `repeat` times (this box's speed drifts by 10-20% from run to run): the run of
+    median wall time, with every run's wall and CPU seconds beside it."""
+    runs = [timed(cmd, cwd, env) for _ in range(max(1, repeat))]
+    mid = sorted(runs, key=lambda r: r["wall_s"])[(len(runs) - 1) // 2]
+    return {**mid, "walls_s": [r["wall_s"] for r in runs], "cpus_s": [r["cpu_s"] for r in runs],
+            "same_output": all(r["stdout"] == runs[0]["stdout"] for r in runs)}
+
+
 def summary(name: str, r: dict, files: int) -> dict:
     keep = {k: v for k, v in r.items() if k not in ("stdout", "stderr")}
     keep["files"] = files
     keep["files_per_s"] = round(files / r["wall_s"], 1) if r["wall_s"] else None
     keep["files_per_cpu_s"] = round(files / r["cpu_s"], 1) if r["cpu_s"] else None
     print(f"{name:34s} {files:5d} files  wall {r['wall_s']:8.2f} s  cpu {r['cpu_s']:8.2f} s  "
-          f"{keep['files_per_s']:8.1f} files/s  peak {r['peak_rss_mb']:7.1f} MB  rc {r['returncode']}")
+          f"{keep['files_per_s']:8.1f} files/s  peak {r['peak_rss_mb']:7.1f} MB  rc {r['returncode']}"
+          + (f"  (median of walls {r['walls_s']})" if len(r.get("walls_s", ())) > 1 else ""))
     return keep
 
 
@@ -260,6 +272,7 @@ def main() -> int:
     ap.add_argument("--sample", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3, help="runs of the warm and the sample run (the median is kept)")
     ap.add_argument("--out", type=Path, default=OUT / "results.json")
     ap.add_argument("--tree-only", action="store_true")
     ap.add_argument("--code", type=Path, default=ROOT / "graphmend_lint")
@@ -299,9 +312,9 @@ def main() -> int:
         runs = {}
         cold = timed([*ours, str(tree)], work, env)
         runs["ours_tree_cold"] = summary("graphmend-lint tree, cold", cold, len(files))
-        warm = timed([*ours, str(tree)], work, env)
+        warm = median_run([*ours, str(tree)], work, env, args.repeat)
         runs["ours_tree_warm"] = summary("graphmend-lint tree, warm", warm, len(files))
-        nocache = timed([*ours, "--no-cache", *sample], work, env)
+        nocache = median_run([*ours, "--no-cache", *sample], work, env, args.repeat)
         runs["ours_sample_no_cache"] = summary("graphmend-lint sample, no cache", nocache, len(sample))
         fixit = timed([sys.executable, "-m", "fixit", "--rules", "graphmend_lint", "lint", *sample], work,
                       {**env, "GRAPHMEND_CACHE_DIR": str(tmp / "cache-fixit")})  # its index from scratch too
@@ -309,7 +322,7 @@ def main() -> int:
         print(f"load average after: {os.getloadavg()}")
 
         tree_rows = ours_rows(cold["stdout"])
-        same_warm = tree_rows == ours_rows(warm["stdout"])
+        same_warm = tree_rows == ours_rows(warm["stdout"]) and warm["same_output"] and nocache["same_output"]
         in_sample = {str(Path(f).resolve()) for f in sample}
         ours_on_sample = {r for r in tree_rows if r[0] in in_sample}
         theirs = fixit_rows(fixit["stdout"])
