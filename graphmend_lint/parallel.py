@@ -30,9 +30,10 @@ import hashlib
 import json
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import files, prefilter, runner
+from . import files, prefilter, runner, skeleton
 from . import cache as cache_mod
 from .analysis import project
 from .analysis import root as root_mod
@@ -98,11 +99,13 @@ def _map(fn, items: list, jobs: int) -> list:
 
 # -- one file ------------------------------------------------------------------------
 def check_one(path: Path, s: Settings, fix: bool, diff: bool, cache: cache_mod.Cache | None,
-              ext: FileFacts = EMPTY, before: bytes | None = None, digest: str | None = None) -> runner.FileOutcome:
-    """`digest`: the sha256 of `before`, when the caller has it (the project index's)."""
+              ext: FileFacts = EMPTY, before: bytes | None = None, digest: str | None = None,
+              lean: tuple | None = None) -> runner.FileOutcome:
+    """`digest`: the sha256 of `before`, when the caller has it (the project index's). `lean`: the
+    file's skeleton from the first pass (`Early.lean`), used when the file still has those bytes."""
     if before is None and cache is not None:
         before, digest = _read(path), None
-    out = runner.check_file(path, s, fix=fix, diff=diff, ext=ext)
+    out = runner.check_file(path, s, fix=fix, diff=diff, ext=ext, lean=lean)
     out.findings = [cache_mod.portable(f) for f in out.findings]
     if (cache is not None and before is not None and out.error is None and not out.fixed and not out.diff
             and _read(path) == before):  # store only what was computed from the bytes now on disk
@@ -110,13 +113,23 @@ def check_one(path: Path, s: Settings, fix: bool, diff: bool, cache: cache_mod.C
     return out
 
 
+@dataclass
+class Early:
+    """What a lint run learns of its own files in the index's first pass (one `ast` parse each)."""
+    skeletons: bool  # make each file's skeleton there (lint-only runs; skeleton.py)
+    quiet: set[Path] = field(default_factory=set)  # valid, and no compiled code of their own
+    lean: dict[Path, tuple] = field(default_factory=dict)  # path -> (bytes, skeleton, cut def names)
+
+
 def _first_pass(item: tuple) -> tuple:
-    """(summary, quiet) of one file, from one `ast` parse of `data` (its bytes). `quiet` (only when
-    `wanted`, the run checks the file): the file is valid and alone has no compiled code
-    (prefilter.py), so it has no finding unless the index calls its defs compiled. The summary is
-    cached here, in the worker, under `digest` (the content's)."""
-    path, s, wanted, data, cache, digest = item
-    summ, quiet = None, False
+    """(summary, quiet, lean) of one file, from one `ast` parse of `data` (its bytes). `quiet` (only
+    when `wanted`, the run checks the file): the file is valid and alone has no compiled code
+    (prefilter.py), so it has no finding unless the index calls its defs compiled. `lean` (when
+    `skeletons` and not quiet): the file's skeleton before the index answers and the defs it cuts
+    (skeleton.lean), so the lint needs no second `ast` parse. The summary is cached here, in the
+    worker, under `digest` (the content's)."""
+    path, s, wanted, data, cache, digest, skeletons = item
+    summ, quiet, lean = None, False, None
     gc.disable()  # ast.parse makes many objects and no cycles: the collector only costs here
     try:
         if data is not None:
@@ -127,13 +140,18 @@ def _first_pass(item: tuple) -> tuple:
             if tree is not None:
                 summ = summary_mod.summarize(tree, data.decode("utf-8", "replace"))
                 quiet = s.prefilter and not prefilter.may_have_findings(data, s.compiled_scope, tree)
+                if skeletons and not quiet:
+                    try:
+                        lean = skeleton.lean(data, tree, s.compiled_scope)
+                    except Exception:  # an optimisation: the lint makes it again
+                        lean = None
             else:
                 summ = project.parse_summary(data)
     finally:
         gc.enable()
     if summ is not None and cache is not None:
         cache.put_json("idx", digest, summ)
-    return summ, quiet
+    return summ, quiet, lean
 
 
 # -- the project index -----------------------------------------------------------------
@@ -308,7 +326,7 @@ def _locked(cache: cache_mod.Cache | None, proj: root_mod.Project):
 def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots: list[Path],
                    pdata: dict[Path, bytes], digests: dict[Path, str], wanted: set[Path], s: Settings,
                    cache: cache_mod.Cache | None, jobs: int, given: dict[Path, Path],
-                   quiet: set[Path] | None) -> tuple[dict[str, FileFacts], dict[str, str] | None, dict[str, str]]:
+                   early: Early | None) -> tuple[dict[str, FileFacts], dict[str, str] | None, dict[str, str]]:
     """(facts by absolute path of the `wanted` files, the installed files the index read -> digest,
     or None when one could not be read, the project files whose summaries it read -> the summary's
     digest). The index stays in this process for the project's next
@@ -318,11 +336,14 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
         rooted = {m for m, p in run.items() if _may_root(pdata[p], s)}
         summaries = {p: _cached_summary(cache, digests[p]) for m, p in run.items() if m in rooted or p in wanted}
         todo = [p for p, summ in summaries.items() if summ is None]  # the others: read when reached
-        items = [(given.get(p, p), s, quiet is not None and p in wanted, pdata[p], cache, digests[p]) for p in todo]
+        items = [(given.get(p, p), s, early is not None and p in wanted, pdata[p], cache, digests[p],
+                  early is not None and early.skeletons) for p in todo]
         for p, got in zip(todo, _map(_first_pass, items, jobs)):
             summaries[p] = got[0]
-            if got[1] and quiet is not None:
-                quiet.add(given[p])
+            if early is not None and got[1]:
+                early.quiet.add(given[p])
+            if early is not None and got[2] is not None:
+                early.lean[given[p]] = (pdata[p], *got[2])
         done = set(todo)
         known = {p: summ for p, summ in summaries.items() if summ is not None or p in done}
         reader = _Reader(cache, known, pdata, digests)
@@ -346,7 +367,7 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
 
 
 def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: cache_mod.Cache | None,
-              jobs: int, data: dict[Path, bytes], quiet: set[Path] | None,
+              jobs: int, data: dict[Path, bytes], early: Early | None,
               known: dict[Path, str] | None = None) -> dict[Path, FileFacts]:
     """Facts of `members` (files of `proj`, as given) from the index of the whole project; `known`
     gets each member's content digest (its cache key needs it too)."""
@@ -375,7 +396,7 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
                 got = _unchanged_facts(cache, proj, s, key, run, pdata, digests, wanted)
             if any(str(a) not in got for a in wanted):
                 new, external, read = _index_project(proj, key, run, roots, pdata, digests, wanted, s, cache,
-                                                     jobs, given, quiet)
+                                                     jobs, given, early)
                 got = {**got, **new}
                 if cache is not None and external is not None:
                     cache.put_json("proj", key, {"files": {p: f.to_json() for p, f in got.items()},
@@ -389,7 +410,7 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
 
 
 def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jobs: int,
-               data: dict[Path, bytes], quiet: set[Path] | None,
+               data: dict[Path, bytes], early: Early | None,
                known: dict[Path, str] | None = None) -> dict[Path, FileFacts]:
     """Each readable file's facts, from the index of its project (analysis/root.py); `known`: as
     in `_facts_in`."""
@@ -403,7 +424,7 @@ def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jo
             groups.setdefault(proj, []).append(p)
     facts: dict[Path, FileFacts] = {}
     for proj, members in groups.items():
-        facts.update(_facts_in(proj, members, s, cache, jobs, data, quiet, known))
+        facts.update(_facts_in(proj, members, s, cache, jobs, data, early, known))
     return facts
 
 
@@ -437,9 +458,9 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
     cache = cache_mod.Cache.for_settings(s) if use_cache else None
     outcomes: list[runner.FileOutcome | None] = [None] * len(paths)
     data = {p: d for p in paths if (d := _read(p)) is not None}
-    quiet: set[Path] = set()
+    early = Early(skeletons=not (fix or diff) and s.skeleton)
     digests: dict[Path, str] = {}  # each file's content digest, from the index: hashed once a run
-    facts = _run_facts(paths, s, cache, jobs, data, quiet, digests)
+    facts = _run_facts(paths, s, cache, jobs, data, early, digests)
     run_key = _run_key(cache, paths, data, facts, digests) if not (fix or diff) else None
     got = cache.get_run(run_key) if run_key is not None else None  # type: ignore[union-attr]
     if got is not None and len(got) == len(paths):
@@ -447,7 +468,7 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
     rest = []
     for i, p in enumerate(paths):
         ext = facts.get(p, EMPTY)
-        if p in quiet and not prefilter.index_adds_compiled(ext):  # no compiled code: what the runner would say
+        if p in early.quiet and not prefilter.index_adds_compiled(ext):  # no compiled code: what the runner would say
             out = outcomes[i] = runner.FileOutcome(p)
             if cache is not None and _read(p) == data[p]:
                 cache.put(cache.key(data[p], ext.key(), digests.get(p)), out.findings)
@@ -463,7 +484,7 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
         _indexes.clear()
         gc.collect()
     done = _map(_second_pass, [(paths[i], s, fix, diff, cache, facts.get(paths[i], EMPTY), data.get(paths[i]),
-                                digests.get(paths[i])) for i in rest], jobs)
+                                digests.get(paths[i]), early.lean.get(paths[i])) for i in rest], jobs)
     for i, out in zip(rest, done):
         outcomes[i] = out
     if run_key is not None and all(o.error is None for o in outcomes) and all(_read(p) == data[p] for p in paths):
@@ -485,8 +506,8 @@ def _run_key(cache: cache_mod.Cache | None, paths: list[Path], data: dict[Path, 
 
 
 def _second_pass(item: tuple) -> runner.FileOutcome:
-    path, s, fix, diff, cache, ext, before, digest = item
-    return check_one(path, s, fix, diff, cache, ext, before, digest)
+    path, s, fix, diff, cache, ext, before, digest, lean = item
+    return check_one(path, s, fix, diff, cache, ext, before, digest, lean)
 
 
 def _cached(cache: cache_mod.Cache, path: Path, s: Settings, fixing: bool, data: bytes | None,

@@ -118,6 +118,13 @@ def _depth(tree: ast.AST) -> int:
     return best
 
 
+def _parse(source: bytes) -> ast.Module:
+    """Python's AST of a source `validate` has accepted."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
+
+
 def validate(source: bytes) -> ast.Module:
     """Raise BadInput/SyntaxError for a source that must not reach libcst; return Python's AST."""
     if source.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -187,8 +194,10 @@ def _fix_error(source: bytes, path: Path, e: SyntaxError) -> str:
     return f"a fix produced code that does not compile ({e.msg}, line {e.lineno}); file left unchanged"
 
 
-def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None):
+def _check(source: bytes, tree: ast.Module | None, s: Settings, fix: bool, ext=None, ready: tuple | None = None):
     """engine.check; lint-only runs parse the skeleton (skeleton.py), or the whole file if it fails.
+    `ready`: (skeleton, cut def names) made before the project index answered: it is this skeleton
+    unless the index keeps a def it cut (skeleton.lean); `tree` (None then) is parsed only if so.
 
     With `fix_edits` (JSON, the server) the fixes' edits are computed on the skeleton too, and
     the whole file is parsed again only when one of them is not shown to hold on the whole file
@@ -201,7 +210,10 @@ def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None):
     if not fix and s.skeleton:
         try:
             keep = {qn.rsplit(".", 1)[-1] for qn in ext.compiled | ext.wrapped} if ext is not None else set()
-            lean = skeleton.skeleton(source, tree, s.compiled_scope, keep)
+            if ready is not None and not keep & ready[1]:
+                lean = ready[0]
+            else:
+                lean = skeleton.skeleton(source, tree if tree is not None else _parse(source), s.compiled_scope, keep)
         except Exception:  # the skeleton is an optimisation: never a reason to fail
             lean = source
         if lean != source:
@@ -213,31 +225,38 @@ def _check(source: bytes, tree: ast.Module, s: Settings, fix: bool, ext=None):
     return engine.check(source, s, fix, ext=ext)
 
 
-def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None) -> FileOutcome:
-    """`ext`: the file's facts from the project index (analysis/external.FileFacts), if any."""
+def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None,
+               lean: tuple | None = None) -> FileOutcome:
+    """`ext`: the file's facts from the project index (analysis/external.FileFacts), if any.
+    `lean`: (bytes, skeleton, cut def names) from the run's first pass (parallel.Early): those bytes
+    were validated there, kept by the pre-filter, and skeletonised."""
     try:
         source = files.read_source(path, MAX_BYTES)
     except Exception as e:  # bad input never stops the run
         return FileOutcome(path, error=_one_line(_describe(e)))
-    return check_source(path, source, s, fix, diff, ext=ext)
+    return check_source(path, source, s, fix, diff, ext=ext, lean=lean)
 
 
 def check_source(path: Path, source: bytes, s: Settings, fix: bool = False, diff: bool = False,
-                 write: bool = True, ext=None) -> FileOutcome:
+                 write: bool = True, ext=None, lean: tuple | None = None) -> FileOutcome:
     """Check `source` as the content of `path`; with `fix` (and `write`), write the fixed code there.
-    With `write=False`, `fixed_source` holds the fixed code instead (stdin mode)."""
+    With `write=False`, `fixed_source` holds the fixed code instead (stdin mode). `lean`: as in
+    `check_file`; used only for these bytes, in a lint-only run."""
     import libcst as cst
 
     engine = load()
     out = FileOutcome(path)
+    ready = lean[1:] if lean is not None and lean[0] == source and not (fix or diff) else None
+    tree = None
+    if ready is None:
+        try:
+            tree = validate(source)
+        except Exception as e:  # bad input never stops the run
+            out.error = _one_line(_describe(e))
+            return out
     try:
-        tree = validate(source)
-    except Exception as e:  # bad input never stops the run
-        out.error = _one_line(_describe(e))
-        return out
-    try:
-        if not s.prefilter or prefilter.may_have_findings(source, s.compiled_scope, tree, ext):
-            result = _in_big_thread(_check, source, tree, s, fix or diff, ext)
+        if ready is not None or not s.prefilter or prefilter.may_have_findings(source, s.compiled_scope, tree, ext):
+            result = _in_big_thread(_check, source, tree, s, fix or diff, ext, ready)
         else:  # no compiled code: no rule can report (see prefilter.py)
             result = engine.Result([], source, 0)
         changed = result.fixed > 0 and result.source != source

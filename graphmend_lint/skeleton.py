@@ -226,10 +226,19 @@ def _edit(block: list, ed: _Editor, compiled: set, top: bool, doc_block: bool = 
 def skeleton(source: bytes, tree: ast.Module, compiled_scope: str = "reachable", keep: set[str] = frozenset()) -> bytes:
     """`source` with the code no rule can report on or read blanked; `source` itself when unsure.
     `keep`: names of defs that run compiled by the project index (called from other files)."""
+    return lean(source, tree, compiled_scope, keep)[0]
+
+
+def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
+         keep: set[str] = frozenset()) -> tuple[bytes, frozenset[str]]:
+    """(the skeleton, the names of the top-most defs it cuts or reduces). The skeleton with more
+    `keep` names is the same unless one of them is cut: so one made before the project index
+    answers (the runner's first pass, `keep` empty) serves every file whose compiled names miss
+    the cut ones."""
     if compiled_scope != "reachable" or _whole_file(source, tree):
-        return source
+        return source, frozenset()
     defs, used = _collect(tree)
     compiled = _compiled_defs(defs, used, set(keep))
     ed = _Editor(source)
     _edit(tree.body, ed, compiled, True)
-    return b"\n".join(ed.lines)
+    return b"\n".join(ed.lines), frozenset(d.node.name for d in defs if d.node not in compiled)  # type: ignore[attr-defined]

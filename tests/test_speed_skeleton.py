@@ -290,3 +290,63 @@ def test_json_edits_on_the_skeleton_or_the_whole_file(source, from_skeleton, mon
     assert [f.code for f in got] == ["GM201"] and got[0].edits
     assert _with_edits(got) == _with_edits(check(source, S_EDITS).findings)
     assert calls[-1] != source if from_skeleton else calls[-1] == source
+
+
+def _def_names(tree: ast.Module) -> set[str]:
+    return {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def test_a_skeleton_made_before_the_index_answers_is_the_one_made_after():
+    """skeleton.lean (keep empty) gives the names of the defs it cuts: with any `keep` set that
+    names none of them, the skeleton is the same bytes; with one that does, it keeps more."""
+    checked = grew = 0
+    for path in [*FIXTURES, *OWN[:60]]:
+        source = path.read_bytes()
+        try:
+            tree = runner.validate(source)
+        except (SyntaxError, runner.BadInput):
+            continue
+        lean, cut = skeleton.lean(source, tree)
+        assert lean == skeleton.skeleton(source, tree)
+        names = sorted(_def_names(tree))
+        for keep in ({n for n in names if n not in cut}, set(names[::3]) - cut):
+            assert skeleton.skeleton(source, tree, keep=keep) == lean, path
+            checked += 1
+        for name in sorted(cut)[:3]:  # a def that cannot be cut stays whole anyway
+            bigger = skeleton.skeleton(source, tree, keep={name})
+            assert all(new in (old, b"") or new.strip() == b"pass"
+                       for new, old in zip(lean.split(b"\n"), bigger.split(b"\n"))), (path, name)
+            grew += bigger != lean
+    assert checked > 100 and grew > 20
+
+
+def test_a_linted_file_is_parsed_by_python_once(tmp_path, monkeypatch):
+    """A lint-only run validates each file in the index's first pass and lints the skeleton made
+    there; only a file whose cut def the index keeps (called compiled from another file) is
+    parsed again. The findings are those of the file linted alone with the index's facts."""
+    (tmp_path / "pyproject.toml").write_text("[tool.graphmend]\n")
+    (tmp_path / "a.py").write_text(
+        "import torch\nfrom b import scale\n\nclass A(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return scale(x)\n")
+    (tmp_path / "b.py").write_text(
+        "import torch\n\nclass B(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
+        "def scale(x):\n    if x.sum() > 0:\n        x = x * 2\n    return x\n")
+    (tmp_path / "c.py").write_text(
+        "import torch\n\nclass C(torch.nn.Module):\n    def forward(self, x):\n        print(x)\n"
+        "        return x\n\ndef tool(x):\n    print(x)\n")
+    from graphmend_lint import parallel
+    s = settings.load(tmp_path)
+    paths = [tmp_path / n for n in ("a.py", "b.py", "c.py")]
+    parses = []
+    real_validate, real_parse = runner.validate, runner._parse
+    monkeypatch.setattr(runner, "validate", lambda src: parses.append(("validate", src)) or real_validate(src))
+    monkeypatch.setattr(runner, "_parse", lambda src: parses.append(("parse", src)) or real_parse(src))
+    got = parallel.check_files(paths, s, jobs=1, use_cache=False)
+    assert sorted(k for k, _ in parses) == ["parse", "validate", "validate", "validate"]
+    assert [src for k, src in parses if k == "parse"] == [paths[1].read_bytes()]  # b.scale: cut, then kept
+    monkeypatch.undo()
+    facts = parallel.project_facts(paths, s)
+    assert "scale" in facts[paths[1]].compiled
+    alone = [runner.check_file(p, s, ext=facts[p]) for p in paths]
+    assert [_key(o.findings) for o in got] == [_key(o.findings) for o in alone]
+    assert [bool(o.findings) for o in got] == [False, True, True]
