@@ -31,7 +31,7 @@ _BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 def _whole_file(source: bytes, tree: ast.Module) -> bool:
     if b"\r" in source or b"\x0c" in source:
         return True
-    if b"torch" in source and any(n in source for n in prefilter._needles()) and prefilter.names_compile(tree):
+    if b"torch" in source and any(n in source for n in prefilter._needles()) and prefilter.names_compile(tree, source):
         return True
     try:
         return tokenize.detect_encoding(io.BytesIO(source).readline)[0] != "utf-8"  # BOM: "utf-8-sig"
@@ -53,12 +53,19 @@ def _used(node: ast.AST, out: set[str]) -> None:
 
 
 class _Def:
-    __slots__ = ("node", "used")
+    """A top-most def; the names it uses are read when it is kept (most defs of a file are not)."""
+    __slots__ = ("node", "_used")
 
     def __init__(self, node: ast.AST) -> None:
         self.node = node
-        self.used: set[str] = set()
-        _used(node, self.used)
+        self._used: set[str] | None = None
+
+    @property
+    def used(self) -> set[str]:
+        if self._used is None:
+            self._used = set()
+            _used(self.node, self._used)
+        return self._used
 
 
 def _blocks(node: ast.AST):

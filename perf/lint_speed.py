@@ -7,8 +7,9 @@
 The warm run and the sample run are repeated (`--repeat`, default 3) and their median is kept.
 
 `--stages`: where the cold time of one process goes. Every k-th file of the tree, CPU seconds per
-stage of a lint-only run (read, validate = `ast.parse` + nesting-depth check, pre-filter,
-skeleton, libcst parse, rules), printed as a markdown table; nothing is written.
+stage of a lint-only run (read, validate = `ast.parse` + nesting-depth check, the project index's
+summary of the file, pre-filter, skeleton, libcst parse, rules), printed as a markdown table;
+nothing is written. (The CLI makes the skeleton in the index's first pass, in its workers.)
 
 `--tree-only`: no Fixit; lints a copy of the tree cold and warm, then edits 3 files (a comment line
 appended) and lints those 3 alone with the warm cache, as a pre-commit hook would (per-file
@@ -211,14 +212,13 @@ def tree_only(args) -> int:
     return 0
 
 
-STAGES = ("read", "validate", "prefilter", "skeleton", "libcst_parse", "rules")
+STAGES = ("read", "validate", "summary", "prefilter", "skeleton", "libcst_parse", "rules")
 
 
 def stages(args) -> int:
     """CPU seconds per stage of a lint-only run, one process, every `args.every`-th file of the tree."""
-    import libcst as cst
-
-    from graphmend_lint import engine, files, prefilter, runner, skeleton
+    from graphmend_lint import cstparse, engine, files, prefilter, runner, skeleton
+    from graphmend_lint.analysis import summary
     from graphmend_lint.settings import Settings
 
     paths = sorted(args.tree.resolve().rglob("*.py"))[::args.every]
@@ -241,12 +241,13 @@ def stages(args) -> int:
                 tree = clock("validate", runner.validate, source)
             except Exception:  # bad input: the CLI reports it and moves on
                 continue
+            clock("summary", summary.summarize, tree, source.decode("utf-8", "replace"))
             if not clock("prefilter", prefilter.may_have_findings, source, s.compiled_scope, tree):
                 continue
             kept += 1
             lines += source.count(b"\n")
             lean = clock("skeleton", skeleton.skeleton, source, tree, s.compiled_scope)
-            module = clock("libcst_parse", cst.parse_module, lean)
+            module = clock("libcst_parse", cstparse.parse_module, lean)
             clock("rules", engine.lint_module, module, s)
 
     # the CLI's analysis runs on a thread with a large stack and a high recursion limit: so does this

@@ -385,6 +385,12 @@ def test_summary_reads_imports_in_every_block_in_source_order():
     assert s["defs"]["K.m"]["calls"] == ["other.call", "super().forward"]
 
 
+def test_summary_imports_with_lone_cr_line_ends():
+    """Python ends a line at a lone CR too: the import search does not count lines at LF then."""
+    s = project.parse_summary(b"x = 1\rdef f():\r    return 1\rdef g():\r    import os\r    return os\r")
+    assert s["imports"] == {"os": "os"}
+
+
 _FORWARD_CALL = re.compile(r"(?<![\w.])((?:super\(\)\.)?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
 
 

@@ -2,6 +2,7 @@
 uncached, unfiltered run and as Fixit; the cache invalidates on content, settings and code."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from graphmend_lint import cache, prefilter, settings
+from graphmend_lint.analysis import summary
 from graphmend_lint.cli import main
 from graphmend_lint.rules import ALL_RULES
 
@@ -219,3 +221,28 @@ def test_a_run_hashes_each_source_once(fixtures, capsys, monkeypatch):
         times = [sum(src in data for data in hashed) for src in sources]
         assert times == [1] * len(sources), times
     assert runs[0] == runs[1]
+
+
+def test_the_walk_of_marked_lines_reaches_the_same_nodes_in_order():
+    """prefilter.walk_lines leaves out the statements on no marked line (their decorators count):
+    the imports it reaches, and the names `compile`/`optimize`, are ast.walk's, in its order."""
+    sources = [p.read_bytes() for p in sorted((ROOT / "graphmend_lint").rglob("*.py"))]
+    sources += [p.read_bytes() for p in ORIGINALS]
+    sources.append(b"import torch\n\n@torch.compile(\n    mode='x')\n@other\nclass A:\n    import os\n"
+                   b"    def f(self):\n        from torch import compile as c\n        return c\n")
+    checked = 0
+    for source in sources:
+        tree = ast.parse(source)
+        is_import = (ast.Import, ast.ImportFrom)
+        want = [n for n in ast.walk(tree) if isinstance(n, is_import)]
+        got = [n for n in prefilter.walk_lines(tree, summary.lines_with(source, b"import")) if isinstance(n, is_import)]
+        assert got == want
+        words = {"compile", "optimize"}
+
+        def named(n):
+            return isinstance(n, ast.Name) and n.id in words or isinstance(n, ast.Attribute) and n.attr in words
+
+        lines = sorted({i for w in words for i in summary.lines_with(source, w.encode())})
+        assert [n for n in prefilter.walk_lines(tree, lines) if named(n)] == [n for n in ast.walk(tree) if named(n)]
+        checked += bool(want)
+    assert checked > 50

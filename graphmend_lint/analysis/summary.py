@@ -121,13 +121,14 @@ _BLOCKS_OF = {t: f for t in vars(ast).values() if isinstance(t, type) and issubc
               if (f := tuple(x for x in _BLOCKS if x in t._fields))}  # node type -> its block fields
 
 
-def _lines_with(text: str, word: str) -> list[int]:
-    """The numbers (from 1) of the lines of `text` that contain `word`, ascending."""
+def lines_with(text, word) -> list[int]:
+    """The numbers (from 1) of the lines of `text` that contain `word` (both str, or both bytes), ascending."""
     out: list[int] = []
     line, at = 1, 0
+    newline = "\n" if isinstance(text, str) else b"\n"
     pos = text.find(word)
     while pos >= 0:
-        line += text.count("\n", at, pos)
+        line += text.count(newline, at, pos)
         at = pos
         if not out or out[-1] != line:
             out.append(line)
@@ -135,10 +136,10 @@ def _lines_with(text: str, word: str) -> list[int]:
     return out
 
 
-def _imports(block: list, out: list, lines: list[int]) -> list:
+def _imports(block: list, out: list, lines: list[int] | None) -> list:
     """The imports of a block and, recursively, of its inner blocks (defs and classes included),
-    in source order. `lines`: the lines that contain "import"; a statement none of whose lines do
-    holds no import, and is not entered."""
+    in source order. `lines`: the lines that contain "import" (None: unknown); a statement none of
+    whose lines do holds no import, and is not entered."""
     for s in block:
         if isinstance(s, _IMPORTS):
             out.append(s)
@@ -147,7 +148,7 @@ def _imports(block: list, out: list, lines: list[int]) -> list:
         if not fields:
             continue
         start = getattr(s, "lineno", None)  # a match case has no position: entered
-        if start is not None:
+        if start is not None and lines is not None:
             i = bisect.bisect_left(lines, start)
             if i == len(lines) or lines[i] > s.end_lineno:
                 continue
@@ -207,7 +208,9 @@ class _Summary:
             self.defs[name]["wraps"] = 1
 
     def run(self, tree: ast.Module) -> None:
-        for s in _imports(tree.body, [], _lines_with(self.text, "import")):
+        # a lone CR ends a line for Python's parser but not for lines_with: no pruning then
+        lines = lines_with(self.text, "import") if "\r" not in self.text else None
+        for s in _imports(tree.body, [], lines):
             self.import_(s)
         for s in tree.body:
             self.top(s)
