@@ -2,11 +2,12 @@
 
 libcst computes positions by generating the code of the whole module. Most files have no
 finding and never ask; a file with findings asks for a few nodes. With the module's source, the
-code is generated only for the statement that holds the node: a top-level statement, or one
-directly in the body of a top-level class (a method). Its first line comes from Python's `ast` of
+code is generated only for the innermost statement that holds the node among the top-level
+statements and those in the body of a class or def whose own line is known (a method, a
+statement of a function or method). Its first line comes from Python's `ast` of
 the same source (`lineno` is where libcst's syntactic position of a statement starts: its first
 token after the decorators), and every position in it is shifted by the difference. Statements
-start at column 0 with only their block's indent before them, so columns need no shift.
+start at column 0 with only their blocks' indents before them, so columns need no shift.
 When the two trees do not pair up statement for statement, the whole module's code is generated,
 as without a source. tests/test_speed_walk.py compares both ways with libcst's PositionProvider.
 """
@@ -114,7 +115,8 @@ class LazyPositions:
         return self._map
 
     def _unit_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The statement whose code holds `node`'s: a top-level one, or one in a top-level class."""
+        """The innermost statement whose code holds `node`'s and whose line is known: a top-level
+        one, one in the body of a top-level class, or one in the body of such a def."""
         up, chain, n = self._parents, [], node
         while n is not self.module:
             chain.append(n)
@@ -123,11 +125,8 @@ class LazyPositions:
                 return None  # not in this module
         if not chain:
             return None  # the module itself
-        top = chain[-1]
-        if (len(chain) >= 3 and isinstance(top, cst.ClassDef) and chain[-2] is top.body
-                and isinstance(top.body, cst.IndentedBlock) and chain[-3] in self._start_lines()):
-            return chain[-3]
-        return top
+        starts = self._start_lines()
+        return next((n for n in chain[:-1] if n in starts), chain[-1])
 
     def _start_lines(self) -> dict:
         if self._starts is None:
@@ -146,9 +145,11 @@ class LazyPositions:
             got = None
             if line is not None:
                 state = _PositionState(self.module)
-                if self._parents.get(unit) is not self.module:  # type: ignore[union-attr]
-                    block = self._parents[unit]  # type: ignore[index]
-                    state.indent_tokens.append(self.module.default_indent if block.indent is None else block.indent)
+                n = self._parents[unit]  # type: ignore[index]
+                while n is not self.module:  # the indents of the blocks around it, outermost first
+                    if isinstance(n, cst.IndentedBlock):
+                        state.indent_tokens.insert(0, self.module.default_indent if n.indent is None else n.indent)
+                    n = self._parents[n]  # type: ignore[index]
                 unit._codegen(state)  # type: ignore[arg-type]
                 shift = line - state.computed[unit][0][0]
                 text = "".join(state.tokens)
@@ -208,8 +209,8 @@ def _pair(body, stmts: list, out: dict) -> dict:
         if kinds is None or i >= len(stmts) or not isinstance(stmts[i], kinds):
             return {}
         out[node] = stmts[i].lineno
-        if isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock):
-            out.update(_pair(node.body.body, stmts[i].body, {}))  # {} when they differ: the class is one unit
+        if isinstance(node, (cst.ClassDef, cst.FunctionDef)) and isinstance(node.body, cst.IndentedBlock):
+            out.update(_pair(node.body.body, stmts[i].body, {}))  # {} when they differ: one unit
         i += 1
     return out if i == len(stmts) else {}
 

@@ -277,3 +277,17 @@ def test_a_statement_found_elsewhere_than_its_code_falls_back_to_the_whole_modul
     ret = next(n for n in up if isinstance(n, cst.Return))
     assert lazy[ret] == expected[ret] and lazy[ret].start.line == 4
     assert lazy._map is not None  # computed from the whole module
+
+
+def test_a_statement_of_a_method_is_its_own_unit():
+    """A node in a method's body needs the code of its own statement only, not the method's."""
+    source = ("import torch\n\n\nclass A:\n    def f(self, x):\n        y = x + 1\n        if y.sum() > 0:\n"
+              "            y = y * 2\n        return y.item()\n\n\ndef g(x):\n    z = x\n    return z.tolist()\n")
+    module = cst.parse_module(source)
+    up = fastwalk.parents(module)
+    lazy = fastwalk.LazyPositions(module, up, source)
+    expected = dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+    calls = [n for n in up if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)]
+    assert [lazy[c] for c in calls] == [expected[c] for c in calls] and len(calls) == 3
+    assert lazy._map is None
+    assert all(isinstance(u, (cst.SimpleStatementLine, cst.If)) for u in lazy._units)  # no def, no class
