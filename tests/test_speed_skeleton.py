@@ -350,3 +350,29 @@ def test_a_linted_file_is_parsed_by_python_once(tmp_path, monkeypatch):
     alone = [runner.check_file(p, s, ext=facts[p]) for p in paths]
     assert [_key(o.findings) for o in got] == [_key(o.findings) for o in alone]
     assert [bool(o.findings) for o in got] == [False, True, True]
+
+
+def test_a_first_pass_skeleton_serves_only_the_bytes_it_was_made_from(tmp_path):
+    """check_source trusts a first-pass skeleton (it skips validation and the pre-filter) only
+    for the very bytes it was made from: a file edited between the two passes is linted anew."""
+    source = PRINTING_MODULE.encode()
+    path = tmp_path / "m.py"
+    s = settings.Settings()
+    nothing = b"x = 1\n" + b"\n" * (source.count(b"\n") - 1)  # a stand-in skeleton with no finding
+    assert runner.check_source(path, source, s, write=False).findings
+    assert not runner.check_source(path, source, s, write=False, lean=(source, nothing, frozenset())).findings
+    stale = (source + b"# edited\n", nothing, frozenset())
+    assert runner.check_source(path, source, s, write=False, lean=stale).findings
+    fixing = runner.check_source(path, source, s, fix=True, write=False, lean=(source, nothing, frozenset()))
+    assert fixing.fixed  # a fix run never uses it
+
+
+PRINTING_MODULE = """\
+import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        print(x)
+        return x
+"""
