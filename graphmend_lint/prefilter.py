@@ -17,11 +17,10 @@ If scope.py gains a new kind of root, add it here.
 from __future__ import annotations
 
 import ast
-import bisect
 import collections
 
 from .analysis import tables
-from .analysis.summary import lines_with
+from .analysis.summary import marked_lines, on_marked_line
 
 def _needles() -> list[bytes]:
     return sorted({q.rsplit(".", 1)[-1].encode() for q in tables.COMPILE_FUNCS})
@@ -30,19 +29,13 @@ def _needles() -> list[bytes]:
 _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
-def walk_lines(tree: ast.AST, lines: list[int]):
-    """ast.walk(tree)'s nodes in its order, without the statements none of whose lines is in
-    `lines` (ascending): a node whose text is on one of those lines is still reached."""
+def walk_lines(tree: ast.AST, lines: list[int] | None):
+    """ast.walk(tree)'s nodes in its order, without the statements that span none of `lines`
+    (summary.marked_lines; None: none left out): a node whose text is on one of them is reached."""
     todo = collections.deque([tree])
     while todo:
         node = todo.popleft()
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                deco = getattr(child, "decorator_list", None)  # above the `def`/`class` line
-                i = bisect.bisect_left(lines, deco[0].lineno if deco else child.lineno)
-                if i == len(lines) or lines[i] > child.end_lineno:  # type: ignore[operator]
-                    continue
-            todo.append(child)
+        todo.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt) or on_marked_line(c, lines))
         yield node
 
 
@@ -52,7 +45,7 @@ def _import_aliases(tree: ast.AST, source: bytes | None = None) -> tuple[dict[st
     only the statements on lines with "import" are walked (the same imports, in the same order)."""
     aliases: dict[str, str] = {}
     star = False
-    for n in ast.walk(tree) if source is None else walk_lines(tree, lines_with(source, b"import")):
+    for n in walk_lines(tree, marked_lines(source, (b"import",)) if source is not None else None):
         if isinstance(n, ast.Import):
             for a in n.names:
                 if a.asname:
@@ -84,17 +77,12 @@ def names_compile(tree: ast.AST, source: bytes | None = None) -> bool:
     """The file names a compile function through its torch imports (`torch.compile`,
     `from torch import compile as c`, `import torch._dynamo as d; d.optimize`): a superset of the
     decorators and calls scope.py qualifies as roots. `re.compile` and the word in a string are not.
-    With `source` (the tree's, without CR: lines counted at LF), only statements on lines that hold
-    the names are walked."""
+    With `source` (the tree's), only statements on lines that hold the names are walked."""
     last = {q.rsplit(".", 1)[-1] for q in tables.COMPILE_FUNCS}
     aliases, star = _import_aliases(tree, source)
     if any(t.split(".")[0] == "torch" and t.rsplit(".", 1)[-1] in last for t in aliases.values()):
         return True  # `from torch import compile as c`
-    if source is None:
-        nodes = ast.walk(tree)
-    else:
-        nodes = walk_lines(tree, sorted({n for word in last for n in lines_with(source, word.encode())}))
-    for n in nodes:
+    for n in walk_lines(tree, marked_lines(source, [w.encode() for w in last]) if source is not None else None):
         if isinstance(n, ast.Attribute) and n.attr in last or isinstance(n, ast.Name) and n.id in last:
             if isinstance(n, ast.Name) and star:
                 return True
@@ -133,7 +121,7 @@ def may_have_findings(source: bytes, compiled_scope: str, tree: ast.AST | None =
         return True
     if b"torch" in source and any(n in source for n in _needles()):
         try:
-            if names_compile(tree if tree is not None else ast.parse(source), source if b"\r" not in source else None):
+            if names_compile(tree if tree is not None else ast.parse(source), source):
                 return True
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             return True  # let libcst report what is wrong

@@ -119,7 +119,7 @@ def _depth(tree: ast.AST) -> int:
 
 
 def _parse(source: bytes) -> ast.Module:
-    """Python's AST of a source `validate` has accepted."""
+    """Python's AST of `source`, its own warnings (invalid escapes etc.) not ours to report."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(source)
@@ -135,9 +135,7 @@ def validate(source: bytes) -> ast.Module:
         raise BadInput(files.too_large(len(source), MAX_BYTES))
     _decode(source)
     try:
-        with warnings.catch_warnings():  # invalid escapes etc. are not ours to report
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source)
+        tree = _parse(source)
     except (MemoryError, RecursionError):
         raise BadInput("expression nested too deeply for Python's parser") from None
     depth = _depth(tree)

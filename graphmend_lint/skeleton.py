@@ -238,10 +238,10 @@ def skeleton(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
 
 def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
          keep: set[str] = frozenset()) -> tuple[bytes, frozenset[str]]:
-    """(the skeleton, the names of the top-most defs it cuts or reduces). The skeleton with more
-    `keep` names is the same unless one of them is cut: so one made before the project index
-    answers (the runner's first pass, `keep` empty) serves every file whose compiled names miss
-    the cut ones."""
+    """(the skeleton, the names of the top-most defs it does not keep as compiled: cut, reduced, or
+    left whole only for what the analysis reads). The skeleton with more `keep` names is the same
+    unless one of them is among those: so one made before the project index answers (the runner's
+    first pass, `keep` empty) serves every file whose compiled names miss them."""
     if compiled_scope != "reachable" or _whole_file(source, tree):
         return source, frozenset()
     defs, used = _collect(tree)

@@ -121,19 +121,34 @@ _BLOCKS_OF = {t: f for t in vars(ast).values() if isinstance(t, type) and issubc
               if (f := tuple(x for x in _BLOCKS if x in t._fields))}  # node type -> its block fields
 
 
-def lines_with(text, word) -> list[int]:
-    """The numbers (from 1) of the lines of `text` that contain `word` (both str, or both bytes), ascending."""
-    out: list[int] = []
-    line, at = 1, 0
-    newline = "\n" if isinstance(text, str) else b"\n"
-    pos = text.find(word)
-    while pos >= 0:
-        line += text.count(newline, at, pos)
-        at = pos
-        if not out or out[-1] != line:
-            out.append(line)
-        pos = text.find(word, pos + len(word))
-    return out
+def marked_lines(text, words) -> list[int] | None:
+    """The numbers (from 1), ascending, of the lines of `text` that contain one of `words` (str
+    or bytes, as `text`); None when `text` has a CR, which ends a line for Python's parser but is
+    not counted here (then no statement can be left out)."""
+    newline, cr = ("\n", "\r") if isinstance(text, str) else (b"\n", b"\r")
+    if cr in text:
+        return None
+    found: set[int] = set()
+    for word in words:
+        line, at = 1, 0
+        pos = text.find(word)
+        while pos >= 0:
+            line += text.count(newline, at, pos)
+            at = pos
+            found.add(line)
+            pos = text.find(word, pos + len(word))
+    return sorted(found)
+
+
+def on_marked_line(stmt: ast.AST, lines: list[int] | None) -> bool:
+    """Whether a statement (its decorators included) spans one of `lines`; always when `lines` is
+    None or the node has no position (a match case)."""
+    start = getattr(stmt, "lineno", None)
+    if lines is None or start is None:
+        return True
+    deco = getattr(stmt, "decorator_list", None)  # above the `def`/`class` line
+    i = bisect.bisect_left(lines, deco[0].lineno if deco else start)
+    return i < len(lines) and lines[i] <= stmt.end_lineno  # type: ignore[attr-defined]
 
 
 def _imports(block: list, out: list, lines: list[int] | None) -> list:
@@ -145,13 +160,8 @@ def _imports(block: list, out: list, lines: list[int] | None) -> list:
             out.append(s)
             continue
         fields = _BLOCKS_OF.get(type(s))
-        if not fields:
+        if not fields or not on_marked_line(s, lines):
             continue
-        start = getattr(s, "lineno", None)  # a match case has no position: entered
-        if start is not None and lines is not None:
-            i = bisect.bisect_left(lines, start)
-            if i == len(lines) or lines[i] > s.end_lineno:
-                continue
         for f in fields:
             inner = getattr(s, f)
             if inner:
@@ -208,9 +218,7 @@ class _Summary:
             self.defs[name]["wraps"] = 1
 
     def run(self, tree: ast.Module) -> None:
-        # a lone CR ends a line for Python's parser but not for lines_with: no pruning then
-        lines = lines_with(self.text, "import") if "\r" not in self.text else None
-        for s in _imports(tree.body, [], lines):
+        for s in _imports(tree.body, [], marked_lines(self.text, ("import",))):
             self.import_(s)
         for s in tree.body:
             self.top(s)
