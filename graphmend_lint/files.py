@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Iterator
 
 DEFAULT_EXCLUDE = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".nox",
@@ -13,7 +16,7 @@ DEFAULT_EXCLUDE = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_
                    ".graphmend_cache"}
 
 
-class _RealPaths:
+class RealPaths:
     """os.path.realpath, with each folder resolved once (a walk asks for thousands of files)."""
 
     def __init__(self) -> None:
@@ -22,7 +25,12 @@ class _RealPaths:
     def folder(self, d: str) -> str:
         got = self._dirs.get(d)
         if got is None:
-            got = self._dirs[d] = os.path.realpath(d or ".")
+            parent, name = os.path.split(d)
+            if parent and name and name not in (".", "..") and not os.path.islink(d):
+                got = os.path.join(self.folder(parent), name)  # one lstat a folder, not one a component
+            else:
+                got = os.path.realpath(d or ".")
+            self._dirs[d] = got
         return got
 
     def __call__(self, path: Path) -> str:
@@ -32,23 +40,31 @@ class _RealPaths:
         return os.path.join(self.folder(parent), name)  # the folder's real path, then a plain name
 
 
+@functools.lru_cache(maxsize=64)
+def _matchers(patterns: tuple[str, ...]):
+    """(matcher of the relative path, matcher of the file name) for `patterns`, each one regex: a
+    path matches `pat` or `pat/*`, a name matches `pat` (fnmatch's rules, '*' crossing '/')."""
+    pats = [os.path.normcase(p.rstrip("/")) for p in patterns]
+    path = "|".join(fnmatch.translate(p) + "|" + fnmatch.translate(p + "/*") for p in pats)
+    return re.compile(path).match, re.compile("|".join(fnmatch.translate(p) for p in pats)).match
+
+
 def _excluded(path: Path, root: Path | None, patterns: tuple[str, ...], real=None) -> bool:
     if not patterns:
         return False
-    try:
-        if root:
-            real = real or _RealPaths()
-            rel = Path(real(path)).relative_to(real.folder(str(root)))
-        else:
-            rel = path
-    except ValueError:
-        rel = path
-    text = rel.as_posix()
-    for pat in patterns:
-        pat = pat.rstrip("/")
-        if fnmatch.fnmatch(text, pat) or fnmatch.fnmatch(text, pat + "/*") or fnmatch.fnmatch(path.name, pat):
-            return True
-    return False
+    text = None
+    if root:
+        real = real or RealPaths()
+        full, base = real(path), real.folder(str(root))
+        prefix = base if base.endswith(os.sep) else base + os.sep
+        if full == base:
+            text = "."
+        elif full.startswith(prefix):
+            text = full[len(prefix):].replace(os.sep, "/")  # a real path: already normal
+    if text is None:
+        text = path.as_posix()
+    by_path, by_name = _matchers(patterns)
+    return bool(by_path(os.path.normcase(text)) or by_name(os.path.normcase(path.name)))
 
 
 class GitIgnore:
@@ -119,7 +135,7 @@ def discover(paths: list[Path], settings_for, force_exclude: bool = False) -> It
     `force_exclude` (as in ruff: pre-commit passes excluded files by name)."""
     seen: set[Path] = set()
     gitignore = GitIgnore()
-    real = _RealPaths()
+    real = RealPaths()
 
     def skip(path: Path, is_dir: bool, s, git: bool = True) -> bool:
         return (_excluded(path, s.root, s.excludes, real)
@@ -148,9 +164,7 @@ def discover(paths: list[Path], settings_for, force_exclude: bool = False) -> It
 def iter_python_files(paths: list[Path], root: Path | None, exclude: tuple[str, ...],
                       force_exclude: bool = False) -> Iterator[Path]:
     """`discover` with one set of exclude patterns and no .gitignore."""
-    from .settings import Settings
-
-    s = Settings(root=root, exclude=exclude, respect_gitignore=False)
+    s = SimpleNamespace(root=root, excludes=tuple(exclude), respect_gitignore=False)  # what discover reads
     return discover(paths, lambda d: s, force_exclude)
 
 
@@ -169,12 +183,14 @@ def read_source(path: Path, limit: int | None = None) -> bytes:
     Opened non-blocking and checked with fstat, so a FIFO or device named `x.py` never hangs the run.
     Raises ReadError when the file has more than `limit` bytes (it is not read then).
     """
-    if os.path.islink(path) and not os.path.exists(path):
-        raise ReadError(f"broken symbolic link (to {os.readlink(path)})")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except IsADirectoryError:
         raise ReadError("is a directory") from None
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise ReadError(f"broken symbolic link (to {os.readlink(path)})") from None
+        raise
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -186,8 +202,13 @@ def read_source(path: Path, limit: int | None = None) -> bytes:
     except BaseException:
         os.close(fd)
         raise
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+    parts = []
+    try:  # os.read, not a file object: a warm run reads every file of the project
+        while chunk := os.read(fd, max(st.st_size + 1, 1 << 16)):
+            parts.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(parts)
 
 
 def write_if_unchanged(path: Path, before: bytes, after: bytes) -> None:

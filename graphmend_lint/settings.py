@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .files import RealPaths
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - fixit depends on tomli on 3.10
@@ -286,6 +288,7 @@ class Discovery:
         self._built: dict[Path | None, Settings] = {}
         self._lengths: dict[Path, int] = {}
         self._real: dict[Path, Path] = {}  # folder as given -> resolved
+        self._realpaths = RealPaths()
         self._dirs: dict[Path, Settings] = {}  # resolved folder -> its settings
 
     def _find(self, d: Path) -> Path | None:
@@ -320,7 +323,7 @@ class Discovery:
         if self.config is not None:
             return self._build(self.config)
         if d not in self._real:
-            self._real[d] = d.resolve()
+            self._real[d] = Path(self._realpaths.folder(str(d)))  # d.resolve(), a folder at a time
         d = self._real[d]
         if d not in self._dirs:
             found = self._find(d) or self._find(self.cwd)

@@ -346,7 +346,7 @@ def test_exclude_resolves_paths_as_pathlib(tmp_path):
     resolution gives what Path.resolve() gives, for links to files and folders inside and outside."""
     import fnmatch
 
-    from graphmend_lint.files import _excluded, _RealPaths
+    from graphmend_lint.files import _excluded, RealPaths
 
     root = tmp_path / "proj"
     (root / "gen").mkdir(parents=True)
@@ -359,7 +359,7 @@ def test_exclude_resolves_paths_as_pathlib(tmp_path):
     (root / "linked").symlink_to(root / "gen", target_is_directory=True)
     paths = [root / "gen" / "a.py", root / "src" / "b.py", root / "src" / "to_gen.py", root / "src" / "out.py",
              root / "linked" / "a.py", root / "src" / ".." / "gen" / "a.py", root / "src" / "."]
-    real = _RealPaths()
+    real = RealPaths()
     for pattern in ("gen", "src/*.py", "outside.py", "linked"):
         for p in paths:
             try:  # what _excluded did before the walk resolved folder by folder

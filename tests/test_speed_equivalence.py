@@ -121,6 +121,23 @@ def test_cache_follows_the_code(tmp_path, monkeypatch):
     assert cache.Cache(tmp_path, settings.Settings()).key(b"x") != before
 
 
+def test_cache_follows_the_installed_libcst_and_fixit(tmp_path, monkeypatch):
+    """A reinstall of libcst or fixit (any version) writes their files anew: new keys."""
+    pkg = tmp_path / "gm_installed_probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    first = cache._installed("gm_installed_probe")
+    assert first.startswith(str(pkg / "__init__.py"))
+    os.utime(pkg / "__init__.py", ns=(1, 1))
+    assert cache._installed("gm_installed_probe") != first
+    assert cache._installed("no_such_package_here") == "?"
+    assert "libcst/__init__.py" in cache._installed("libcst").replace(os.sep, "/")
+    before = cache._tool_fingerprint()
+    monkeypatch.setattr(cache, "_installed", lambda name: "reinstalled" if name == "fixit" else "same")
+    assert cache._tool_fingerprint() != before
+
+
 def test_fix_is_applied_even_when_the_findings_are_cached(tmp_path, capsys, monkeypatch):
     (tmp_path / "pyproject.toml").write_text("[tool.graphmend]\n")
     m = tmp_path / "m.py"
