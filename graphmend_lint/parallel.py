@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import files, prefilter, runner, skeleton
+from . import files, prefilter, runner, skeleton, stamps
 from . import cache as cache_mod
 from .analysis import project
 from .analysis import root as root_mod
@@ -368,9 +368,11 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
 
 def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: cache_mod.Cache | None,
               jobs: int, data: dict[Path, bytes], early: Early | None,
-              known: dict[Path, str] | None = None) -> dict[Path, FileFacts]:
+              known: dict[Path, str] | None = None,
+              depends: stamps.Depends | None = None) -> dict[Path, FileFacts]:
     """Facts of `members` (files of `proj`, as given) from the index of the whole project; `known`
-    gets each member's content digest (its cache key needs it too)."""
+    gets each member's content digest (its cache key needs it too); `depends` the files they
+    were computed from (the project's, and the installed ones its stored entry lists)."""
     given = {Path(os.path.abspath(m)): m for m in members}
     listed = root_mod.project_files(proj)
     inside = set(listed)
@@ -406,25 +408,37 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
     if len(_memo) > 8:
         _memo.clear()
     _memo[key] = got
+    if depends is not None:
+        depends.files.update(str(f) for f in pdata)
+        entry = cache.get_json("proj", key) if cache is not None else None
+        if entry is None:  # not stored (an installed file could not be read): unknown
+            depends.ok = False
+        else:
+            depends.external.update(entry["external"])
     return {given[a]: got[str(a)] for a in wanted}
+
+
+def _projects(paths, s: Settings) -> dict[root_mod.Project, list[Path]]:
+    """The run's files by project."""
+    groups: dict[root_mod.Project, list[Path]] = {}
+    by_folder: dict[Path, root_mod.Project] = {}  # a file's project depends on its folder only
+    for p in paths:
+        proj = by_folder.get(p.parent)
+        if proj is None:
+            proj = by_folder[p.parent] = root_mod.find_project(p, s)
+        groups.setdefault(proj, []).append(p)
+    return groups
 
 
 def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jobs: int,
                data: dict[Path, bytes], early: Early | None,
-               known: dict[Path, str] | None = None) -> dict[Path, FileFacts]:
-    """Each readable file's facts, from the index of its project (analysis/root.py); `known`: as
-    in `_facts_in`."""
-    groups: dict[root_mod.Project, list[Path]] = {}
-    by_folder: dict[Path, root_mod.Project] = {}  # a file's project depends on its folder only
-    for p in paths:
-        if p in data:
-            proj = by_folder.get(p.parent)
-            if proj is None:
-                proj = by_folder[p.parent] = root_mod.find_project(p, s)
-            groups.setdefault(proj, []).append(p)
+               known: dict[Path, str] | None = None,
+               depends: stamps.Depends | None = None) -> dict[Path, FileFacts]:
+    """Each readable file's facts, from the index of its project (analysis/root.py); `known` and
+    `depends`: as in `_facts_in`."""
     facts: dict[Path, FileFacts] = {}
-    for proj, members in groups.items():
-        facts.update(_facts_in(proj, members, s, cache, jobs, data, early, known))
+    for proj, members in _projects([p for p in paths if p in data], s).items():
+        facts.update(_facts_in(proj, members, s, cache, jobs, data, early, known, depends))
     return facts
 
 
@@ -457,13 +471,20 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
     jobs = jobs or default_jobs()
     cache = cache_mod.Cache.for_settings(s) if use_cache else None
     outcomes: list[runner.FileOutcome | None] = [None] * len(paths)
+    began = stamps.now()
+    stamp_key = _stamp_key(cache, paths) if not (fix or diff) else None
+    got = _stamped(cache, stamp_key, paths, s) if stamp_key is not None else None
+    if got is not None:  # nothing changed since a run of the same files: not one is read
+        return [runner.FileOutcome(p, findings) for p, findings in zip(paths, got)]
     data = {p: d for p in paths if (d := _read(p)) is not None}
     early = Early(skeletons=not (fix or diff) and s.skeleton)
     digests: dict[Path, str] = {}  # each file's content digest, from the index: hashed once a run
-    facts = _run_facts(paths, s, cache, jobs, data, early, digests)
+    depends = stamps.Depends() if stamp_key is not None else None
+    facts = _run_facts(paths, s, cache, jobs, data, early, digests, depends)
     run_key = _run_key(cache, paths, data, facts, digests) if not (fix or diff) else None
     got = cache.get_run(run_key) if run_key is not None else None  # type: ignore[union-attr]
     if got is not None and len(got) == len(paths):
+        _stamp_run(cache, stamp_key, run_key, paths, depends, began)
         return [runner.FileOutcome(p, findings) for p, findings in zip(paths, got)]
     rest = []
     for i, p in enumerate(paths):
@@ -489,6 +510,7 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
         outcomes[i] = out
     if run_key is not None and all(o.error is None for o in outcomes) and all(_read(p) == data[p] for p in paths):
         cache.put_run(run_key, [o.findings for o in outcomes])  # type: ignore[union-attr]
+        _stamp_run(cache, stamp_key, run_key, paths, depends, began)
     return outcomes  # type: ignore[return-value]
 
 
@@ -503,6 +525,35 @@ def _run_key(cache: cache_mod.Cache | None, paths: list[Path], data: dict[Path, 
         return None
     keys = [cache.key(data[p], facts.get(p, EMPTY).key(), digests.get(p)) for p in paths]
     return _digest("\0".join(keys).encode())
+
+
+def _stamp_key(cache: cache_mod.Cache | None, paths: list[Path]) -> str | None:
+    if cache is None or len(paths) < RUN_MIN:
+        return None
+    return stamps.run_key(cache.prefix, paths, f"max-bytes={runner.MAX_BYTES}")
+
+
+def _stamped(cache: cache_mod.Cache, key: str, paths: list[Path], s: Settings) -> list[list] | None:
+    """The findings of the last run of `paths` when no file it read has changed since (stamps.py)."""
+    stored = cache.get_json("stamp", key)
+    if stored is None:
+        return None
+    listed = {os.path.abspath(p) for p in paths}
+    for proj in _projects(paths, s):
+        listed.update(str(f) for f in root_mod.project_files(proj))
+    if not stamps.unchanged(stored, listed):
+        return None
+    got = cache.get_run(stored["run"])
+    return got if got is not None and len(got) == len(paths) else None
+
+
+def _stamp_run(cache, key: str | None, run_key: str, paths: list[Path], depends: stamps.Depends | None,
+               began: int) -> None:
+    if key is None or depends is None:
+        return
+    got = stamps.record(paths, depends, began)
+    if got is not None:
+        cache.put_json("stamp", key, {**got, "run": run_key})
 
 
 def _second_pass(item: tuple) -> runner.FileOutcome:

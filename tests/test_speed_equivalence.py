@@ -212,6 +212,58 @@ def test_a_warm_run_of_many_files_reads_one_entry(fixtures, capsys, monkeypatch)
     assert len(got) == len(cold) + 1
 
 
+def test_an_unchanged_run_reads_no_file(fixtures, capsys, monkeypatch):
+    """stamps.py: a lint-only run of RUN_MIN files or more records each file's stamp; the next run
+    of the same files, none changed, reads none and prints the same. A write that keeps the size
+    and sets the modification time back is still seen (its change time moved), and so is a new
+    file of the project that the run does not lint (an excluded helper)."""
+    from graphmend_lint import files, parallel, stamps
+
+    monkeypatch.setattr(stamps, "SLACK_NS", 0)  # the fixture's files were written just now
+    (fixtures / "pyproject.toml").write_text('[tool.graphmend]\nexclude = ["extra"]\n')
+    probe = fixtures / "zz_probe.py"
+    probe.write_text(PRINTING)
+    cold = run(JSON, fixtures, capsys, monkeypatch)
+    assert any(Path(d["filename"]).name == probe.name for d in cold)
+    reads: list[Path] = []
+    real_read = files.read_source
+    monkeypatch.setattr(files, "read_source", lambda p, *a: reads.append(p) or real_read(p, *a))
+    assert run(JSON, fixtures, capsys, monkeypatch) == cold and reads == []
+
+    st = probe.stat()
+    probe.write_text(PRINTING.replace("print(x)", "abs_x(x)"))  # same size
+    os.utime(probe, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert probe.stat().st_size == st.st_size and probe.stat().st_mtime_ns == st.st_mtime_ns
+    edited = run(JSON, fixtures, capsys, monkeypatch)
+    assert reads and not any(Path(d["filename"]).name == probe.name for d in edited)
+    reads.clear()
+    assert run(JSON, fixtures, capsys, monkeypatch) == edited and reads == []
+
+    (fixtures / "extra").mkdir()
+    (fixtures / "extra" / "helper.py").write_text("def helper(x):\n    return x\n")
+    assert run(JSON, fixtures, capsys, monkeypatch) == edited and reads  # read again: a new project file
+
+
+def test_stamps_are_kept_only_for_files_older_than_the_run(tmp_path):
+    """A file changed within SLACK_NS of the run's start may change again within one tick of a
+    coarse clock: no record then. A changed installed file the index read refuses the record."""
+    from graphmend_lint import stamps
+
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\n")
+    assert stamps.record([f], stamps.Depends(), stamps.now()) is None  # written just now
+    later = stamps.now() + 10 * stamps.SLACK_NS
+    got = stamps.record([f], stamps.Depends(external={str(f)}), later)
+    assert got is not None and set(got["files"]) == {str(f)}
+    assert stamps.unchanged(got, {str(f)}) and not stamps.unchanged(got, {str(f), str(tmp_path / "b.py")})
+    assert stamps.record([f], stamps.Depends(ok=False), later) is None
+    lib = tmp_path / "lib.py"
+    lib.write_text("y = 2\n")
+    got = stamps.record([f], stamps.Depends(external={str(lib)}), later)
+    lib.write_text("y = 3\n")
+    assert not stamps.unchanged(got, {str(f)})
+
+
 def test_a_run_hashes_each_source_once(fixtures, capsys, monkeypatch):
     """The project index's content digest of a file also makes its cache keys: a cold run (its
     first pass, lint and store) and a warm run each hash each source's bytes once (they hashed
