@@ -536,12 +536,12 @@ def _stamp_key(cache: cache_mod.Cache | None, paths: list[Path]) -> str | None:
 def _stamped(cache: cache_mod.Cache, key: str, paths: list[Path], s: Settings) -> list[list] | None:
     """The findings of the last run of `paths` when no file it read has changed since (stamps.py)."""
     stored = cache.get_json("stamp", key)
-    if stored is None:
+    if stored is None or not stamps.unchanged(stored):  # an edit: seen before the project is walked
         return None
     listed = {os.path.abspath(p) for p in paths}
     for proj in _projects(paths, s):
         listed.update(str(f) for f in root_mod.project_files(proj))
-    if not stamps.unchanged(stored, listed):
+    if not stamps.same_files(stored, listed):  # a file added to the project
         return None
     got = cache.get_run(stored["run"])
     return got if got is not None and len(got) == len(paths) else None

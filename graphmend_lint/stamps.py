@@ -69,10 +69,11 @@ def record(paths: list[Path], depends: Depends, since: int) -> dict | None:
     return out
 
 
-def unchanged(stored: dict, listed: set[str]) -> bool:
-    """Whether the files now `listed` (the run's and its projects') are those of the `stored`
-    record, each with the same stamp, and the installed files it read too."""
-    files = stored.get("files", {})
-    if set(files) != listed:
-        return False
+def unchanged(stored: dict) -> bool:
+    """Whether every file of the `stored` record, the installed ones it read too, has its stamp."""
     return all(stamp(name) == st for kind in ("files", "external") for name, st in stored.get(kind, {}).items())
+
+
+def same_files(stored: dict, listed: set[str]) -> bool:
+    """Whether the files now `listed` (the run's and its projects') are those of the `stored` record."""
+    return set(stored.get("files", {})) == listed
