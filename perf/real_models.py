@@ -138,6 +138,26 @@ def m_wav2vec2(tf):
     return tf.Wav2Vec2Model(cfg), [{"input_values": _wav()}]
 
 
+def m_wav2vec2_pretraining(tf):
+    """The contrastive loss with its `if neg_is_pos.any(): logits[1:][neg_is_pos] = -inf` guard; masks and
+    negatives drawn here (numpy) and passed in. A codebook of 2 x 2 entries: some negative equals its positive
+    (the guard's test is True; where it is False the update selects nothing, tests/test_gm1_compiled.py)."""
+    import numpy as np
+    import torch
+    from transformers.models.wav2vec2 import modeling_wav2vec2 as mw
+    cfg = _audio_cfg(tf, "Wav2Vec2Config", layerdrop=0.0, mask_time_prob=0.5, mask_time_length=2,
+                     num_codevectors_per_group=2, num_codevector_groups=2, codevector_dim=16,
+                     proj_codevector_dim=16, num_negatives=4)
+    m = tf.Wav2Vec2ForPreTraining(cfg)
+    wav = _wav()
+    frames = int(m._get_feat_extract_output_lengths(wav.shape[1]))
+    np.random.seed(0)
+    mask = mw._compute_mask_indices((2, frames), mask_prob=0.5, mask_length=2, min_masks=2)
+    negatives = mw._sample_negative_indices((2, frames), cfg.num_negatives, mask_time_indices=mask)
+    return m, [{"input_values": wav, "mask_time_indices": torch.tensor(mask, dtype=torch.bool),
+                "sampled_negative_indices": torch.tensor(negatives, dtype=torch.long)}]
+
+
 def m_hubert(tf):
     cfg = _audio_cfg(tf, "HubertConfig", layerdrop=0.5, mask_time_prob=0.05, mask_time_length=2)
     return tf.HubertModel(cfg), [{"input_values": _wav()}]
@@ -334,6 +354,7 @@ TRANSFORMERS = {
     "deberta_v2": (m_deberta_v2, "float32"), "funnel": (m_funnel, "float32"),
     "bart_flip": (m_bart_flip, "float16"), "whisper_flip": (m_whisper_flip, "float16"),
     "fsmt_flip": (m_fsmt_flip, "float32"),
+    "wav2vec2_pretraining": (m_wav2vec2_pretraining, "float32"),
 }
 
 

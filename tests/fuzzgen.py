@@ -286,10 +286,13 @@ class _Writer:
             if self.c.chance(0.5):
                 idx = self.c.pick(["", "[0]", "[:, 0:1]", "[..., :]", "[1:]"])
                 self.emit(indent, f"if {mask}.any():\n    h = h.masked_fill({mask}{idx}, {value})")
-            else:
+            elif self.c.chance(0.5):
                 idx = self.c.pick(["", "[...]", "[:, :]", "[:2]"])
                 self.emit(indent, self.fmt(f"buf = {{t}}.zeros_like(h.detach())\nif {mask}.sum() != 0:\n"
                                            f"    buf[{mask}{idx}] = {value}\nh = h + buf"))
+            else:  # several updates under one test, one of a view (rag's two fills, wav2vec2's logits[1:])
+                self.emit(indent, self.fmt(f"buf = {{t}}.zeros_like(h.detach())\nif {mask}.any():\n"
+                                           f"    buf[1:][{mask}[1:]] = {value}\n    buf.masked_fill_({mask}, 0.5)\nh = h + buf"))
         elif form == "inplace":
             self.emit(indent, f"if {test}:\n    h = h.clone()\n    h.add_(1)\nelse:\n    h = h * 2")
         elif form == "alias":

@@ -25,7 +25,7 @@ CASES = [c for c in fixture_cases() if (c.parent.name.startswith("GM10") or c.pa
 GRAD_OFF = [c for c in CASES if grad_off_fix(c)]
 INDUCTOR = ["GM101/invalid_shape_mismatch.py", "GM101/invalid_branch_only_indexing.py", "GM101/invalid_reduction_maybe_empty.py",
             "GM101/invalid_unknown_dtype.py", "GM104/invalid_layerdrop_encoder.py", "GM101/invalid_return_after_setups.py",
-            "GM101/invalid_masked_fill_indexed.py"]
+            "GM101/invalid_masked_fill_indexed.py", "GM101/invalid_masked_update_view.py"]
 
 
 def _module(path, tag):
@@ -550,3 +550,30 @@ def test_module_call_unsafe_step_says_what_changes():
     assert [f.safety for f in findings] == [Safety.UNSAFE] * 3
     assert "`self.proj`'s parameters get zero gradients instead of None" in findings[0].message
     assert "`self.act` has no parameters" in findings[2].message
+
+
+def test_masked_updates_fall_back_with_gradients_or_an_integer_dtype():
+    """Where the trace-time checks fail the `if` runs, as in eager: rag's two fills on tensors that
+    autograd tracks (`not ll.requires_grad`: train mode, gradients on), wav2vec2's `-inf` into an
+    integer `logits[1:]` (`is_floating_point()`; eager never stores it when no negative equals the
+    positive). Checks that hold: the update alone, no break (the original breaks)."""
+    fills = FIXTURES / "GM101" / "invalid_masked_fill_two_tensors.py"
+    orig, inputs = _make(fills, "go")
+    fixed, _ = _make(fills.with_name(fills.stem + ".fixed.py"), "gf")
+    for model in (orig, fixed):
+        model.train().requires_grad_(True)
+    for x, target in inputs:
+        args = (x.detach().requires_grad_(), target)
+        want, want_g, _ = _call(orig, args)
+        got, got_g, breaks = _call(fixed, args, "aot_eager")
+        assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True)
+        assert breaks == _call(orig, args, "aot_eager")[2] >= 1
+    view = FIXTURES / "GM101" / "invalid_masked_update_view.py"
+    orig, inputs = _make(view, "vo")
+    fixed, _ = _make(view.with_name(view.stem + ".fixed.py"), "vf")
+    q, negatives, _ = inputs[1]
+    for logits, expected in ((torch.arange(6).reshape(3, 2), 1), (torch.randn(3, 2), 0)):
+        want, _, _ = _call(orig, (q, negatives, logits))
+        got, _, breaks = _call(fixed, (q, negatives, logits), "aot_eager")
+        assert _same(want, got, exact=True) and breaks == expected
+        assert _call(orig, (q, negatives, logits), "aot_eager")[2] == 1

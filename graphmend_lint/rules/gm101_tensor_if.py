@@ -233,15 +233,17 @@ class TensorIfRule(base.GraphMendRule):
     tracing) and an `if` without `elif`/`else` (their arms would then run under compile).
 
     A guard that only skips a no-op, `if (x == 0).sum() != 0: x[x == 0] = 1` (visual_bert; also
-    `.any()`, `torch.any(...)`, `.sum() > 0`, and `x.masked_fill_(mask, v)`): where the test is
-    False the mask selects no element and the update changes nothing, so under compile the update
-    runs alone, checked while tracing that autograd does not track `x` (an in-place update of a
-    tracked tensor changes its `grad_fn` and raises on a leaf, even when it selects nothing):
+    `.any()`, `torch.any(...)`, `.sum() > 0`, `x.masked_fill_(mask, v)`, several such updates under
+    one test (rag's `ll` and `smooth_obj`), and a view as the updated tensor, wav2vec2's
+    `logits[1:][neg_is_pos] = float("-inf")`): where the test is False the mask selects no element
+    and the updates change nothing, so under compile they run alone, checked while tracing that
+    autograd does not track `x` (an in-place update of a tracked tensor changes its `grad_fn` and
+    raises on a leaf, even when it selects nothing; with gradients on, the `if` runs as before):
     `if torch.compiler.is_compiling() and not x.requires_grad: x[x == 0] = 1` then `elif` the
     original. The mask is an elementwise test of a name (`x == 0`, `torch.isnan(x)`: bool) or a
     bool name `mask` (its dtype checked), used as tested or, for a name, with basic indexing
     (`mask[:, None, :]`, `mask[..., None]`: a view of some of its elements, so where none is True
-    none of the view is); the value a number literal. Its dims, its shape against the updated
+    none of the view is); the value a number literal or `float("-inf")`-like. Its dims, its shape against the updated
     tensor and the value's fit in its dtype are checked while tracing where not proved; logging in
     the branch stays in eager. Measured on torch 2.13: the guard is 1 break, the update alone 0.
     An out-of-place `x = x.masked_fill(mask[:, None, :], v)` in a branch takes the torch.where

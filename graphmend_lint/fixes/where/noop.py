@@ -1,6 +1,7 @@
 """GM101: a guard that only skips a no-op. `if <some element of P is True>: Y[Q] = v` (or
-`Y.masked_fill_(Q, v)`): where the test is False, `Q` selects nothing and the update changes no
-element, so under compile the update runs alone (no test, no break); eager keeps the `if`:
+`Y.masked_fill_(Q, v)`, or several such updates): where the test is False, `Q` selects nothing and
+the updates change no element, so under compile they run alone (no test, no break); eager keeps
+the `if`:
 
     if torch.compiler.is_compiling() and not X.requires_grad:
         X[X == 0] = 1
@@ -17,13 +18,16 @@ elements (repeated along new dims), so no True either. `Y` may be another tensor
 would make the update raise where the `if` never ran it is checked while tracing (constants
 there): `M`'s dims for the index, `Q`'s shape against `Y`'s (`Y[Q]` needs `Q.shape ==
 Y.shape[:Q.dim()]`, `masked_fill_` a broadcast that keeps `Y`'s shape), the value in `Y`'s dtype
-(0 and 1 fit every dtype; others need a floating `Y`, and `masked_fill_` raises on a float16
-overflow). `v` is a number literal. `not Y.requires_grad` (a constant while tracing): an in-place
+(0 and 1 fit every dtype; others need a floating `Y`, and `masked_fill_` raises on a finite float16
+overflow). `v` is a number literal or `float("-inf")`-like; `Y` a name or a view of one with basic
+indexing (`logits[1:]`, its index checked like `Q`'s). `not Y.requires_grad` (a constant while tracing): an in-place
 update of a tensor that autograd tracks would change its `grad_fn` (and raise on a leaf), even
 when it selects nothing. Measured on torch 2.13 (graph_breaks log): visual_bert's guard is 1
-break, the update alone 0.
+break, the update alone 0; the same for rag's two fills and wav2vec2's `logits[1:][neg_is_pos]`.
 """
 from __future__ import annotations
+
+import math
 
 import libcst as cst
 
@@ -32,6 +36,7 @@ from ..fix import Fix
 from ..safety import Safety
 from ..syntax import body_statements, code, strip_parens
 from .branches import arms, without_logging
+from .checks import float_literal
 from .proof import Prover
 from .verdict import Verdict
 
@@ -89,22 +94,40 @@ def _tested(prover: Prover, mask: cst.BaseExpression) -> tuple[str, bool] | None
     return None
 
 
-def _update(stmt) -> tuple[str, cst.BaseExpression, cst.BaseExpression, bool] | None:
+def _fill(e: cst.BaseExpression) -> float | None:
+    """The number `v` stands for: a literal (`1`, `-1e4`) or `float("-inf")`-like; None otherwise."""
+    minus = isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus)
+    inner = e.expression if minus else e
+    if isinstance(inner, (cst.Integer, cst.Float)):
+        return _value(e)
+    value = float_literal(inner) if isinstance(inner, cst.Call) else None
+    return None if value is None else -value if minus else value
+
+
+def _target(e: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`Y`: a name, or a name with one subscript (`logits[1:]`, a view whose index `index_guard` checks)."""
+    e = strip_parens(e)
+    if isinstance(e, cst.Name) or isinstance(e, cst.Subscript) and isinstance(e.value, cst.Name):
+        return e
+    return None
+
+
+def _update(stmt) -> tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression, bool] | None:
     """(target `Y`, mask `Q`, value `v`, whether it is `masked_fill_`) of `Y[Q] = v` or
-    `Y.masked_fill_(Q, v)` with `v` a number literal; None for other statements."""
+    `Y.masked_fill_(Q, v)` with `v` a number; None for other statements."""
     if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
         t = stmt.targets[0].target
-        if (isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and len(t.slice) == 1
-                and isinstance(t.slice[0].slice, cst.Index) and _number(stmt.value)):
-            return t.value.value, strip_parens(t.slice[0].slice.value), stmt.value, False
+        if (isinstance(t, cst.Subscript) and _target(t.value) is not None and len(t.slice) == 1
+                and isinstance(t.slice[0].slice, cst.Index) and _fill(stmt.value) is not None):
+            return _target(t.value), strip_parens(t.slice[0].slice.value), stmt.value, False
         return None
     if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
         call = stmt.value
         f = call.func
-        if (isinstance(f, cst.Attribute) and f.attr.value == "masked_fill_" and isinstance(f.value, cst.Name)
+        if (isinstance(f, cst.Attribute) and f.attr.value == "masked_fill_" and _target(f.value) is not None
                 and len(call.args) == 2 and not any(a.keyword or a.star for a in call.args)
-                and _number(call.args[1].value)):
-            return f.value.value, strip_parens(call.args[0].value), call.args[1].value, True
+                and _fill(call.args[1].value) is not None):
+            return _target(f.value), strip_parens(call.args[0].value), call.args[1].value, True
     return None
 
 
@@ -122,10 +145,18 @@ def _checks(prover: Prover, x: str, bool_mask: bool, mask: cst.BaseExpression, u
     True (`P` bool: `.sum()` counts the Trues); `Q` is `P` or `P[idx]` with basic indexing (slices,
     integers, `None`, `...`), which picks some of `P`'s elements, so no True either. Raising: the
     index (`index_guard`), `Q`'s shape against `Y`'s (`Y[Q]` needs `Q.shape == Y.shape[:Q.dim()]`,
-    `masked_fill_` a broadcast that keeps `Y`'s shape), the value in `Y`'s dtype."""
-    y, q, v, fill = update
+    `masked_fill_` a broadcast that keeps `Y`'s shape), the value in `Y`'s dtype. `Y` may be a view
+    `Z[idx]` with basic indexing: its index is checked like `Q`'s, first."""
+    target, q, v, fill = update
+    y = code(target)
     tensor = code(prover.torch("torch.Tensor"))
-    out = [] if prover.ff.value(cst.Name(y)).is_tensor else [f"isinstance({y}, {tensor})"]
+    if isinstance(target, cst.Subscript):
+        guard = prover.index_guard(target)
+        if guard is None or guard[0]:
+            return None  # not basic indexing (a tensor index)
+        out = list(guard[1])
+    else:
+        out = [] if prover.ff.value(target).is_tensor else [f"isinstance({y}, {tensor})"]
     if code(q) == code(mask):
         shaped = x  # `P` has the shape of the name it reads
     elif isinstance(q, cst.Subscript) and code(strip_parens(q.value)) == code(mask) and not bool_mask:
@@ -146,14 +177,34 @@ def _checks(prover: Prover, x: str, bool_mask: bool, mask: cst.BaseExpression, u
             out.append(f"{shaped}.dim() <= {y}.dim() and all(a in (1, b) for a, b in zip({shaped}.shape[::-1], {y}.shape[::-1]))")
         else:
             out.append(f"{shaped}.dim() <= {y}.dim() and {shaped}.shape == {y}.shape[:{shaped}.dim()]")
-    value = _value(v)
-    if abs(value) > 3e38:
+    value = _fill(v)
+    if math.isfinite(value) and abs(value) > 3e38:
         return None
-    if value not in (0.0, 1.0) and not prover.is_float(cst.Name(y)):
+    if value not in (0.0, 1.0) and not prover.is_float(target):
         out.append(f"{y}.is_floating_point()")  # an integer dtype may not hold it (raises)
-    if fill and abs(value) > 65504:
+    if fill and math.isfinite(value) and abs(value) > 65504:
         out.append(f"{y}.dtype != {code(prover.torch('torch.float16'))}")  # masked_fill_ raises on overflow
     out.append(f"not {y}.requires_grad")
+    return out
+
+
+def _lines(block: cst.BaseSuite, kept: list) -> list[cst.SimpleStatementLine]:
+    """The lines of `block` that hold the statements `kept`, without their comments (the `elif` keeps
+    those); a line that also holds a log call, or a one-line body, is written with `kept`'s alone."""
+    def line(stmts: list) -> cst.SimpleStatementLine:
+        return cst.SimpleStatementLine(body=[s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for s in stmts])
+
+    if isinstance(block, cst.SimpleStatementSuite):
+        return [line([s for s in block.body if any(s is k for k in kept)])]
+    out = []
+    for s in block.body:
+        if not isinstance(s, cst.SimpleStatementLine):
+            continue  # a guard that does not run under compile
+        mine = [t for t in s.body if any(t is k for k in kept)]
+        if len(mine) == len(s.body):
+            out.append(s.with_changes(leading_lines=(), trailing_whitespace=cst.TrailingWhitespace()))
+        elif mine:
+            out.append(line(mine))
     return out
 
 
@@ -167,13 +218,17 @@ def fix(rule, node: cst.If, func: cst.FunctionDef) -> Fix | None:
     if tested is None:
         return None
     stmts = without_logging(prover, Verdict(), body_statements(node.body))
-    update = _update(stmts[0]) if len(stmts) == 1 else None
-    checks = _checks(prover, tested[0], tested[1], mask, update) if update is not None else None
-    if checks is None:
+    checks: list[str] = []
+    for stmt in stmts:  # each update selects nothing where the test is False, so all of them together
+        update = _update(stmt)
+        more = _checks(prover, tested[0], tested[1], mask, update) if update is not None else None
+        if more is None:
+            return None
+        checks += [c for c in more if c not in checks]
+    if not checks:
         return None
-    line = next(s for s in node.body.body if isinstance(s, cst.SimpleStatementLine) and stmts[0] in s.body)
     is_compiling, needs = rule.spell("torch.compiler.is_compiling")
     test = cst.parse_expression(f"{is_compiling}() and {' and '.join(checks)}")
-    new = cst.If(test=test, body=cst.IndentedBlock(body=[line.with_changes(leading_lines=(), trailing_whitespace=cst.TrailingWhitespace())]),
+    new = cst.If(test=test, body=cst.IndentedBlock(body=_lines(node.body, stmts)),
                  orelse=node.with_changes(leading_lines=()), leading_lines=node.leading_lines)
     return Fix(new, Safety.SAFE, TITLE.format(x=" and ".join(checks)), needs or prover.imports)
