@@ -225,8 +225,7 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
             node, up = up, self.parent(up)
         arm: cst.If | cst.Else | None = node
         while arm is not None:
-            if any(isinstance(line, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in line.body)
-                   for line in arm.body.body):
+            if any(isinstance(s, cst.Raise) for s in syntax.body_statements(arm.body)):  # one-line bodies too
                 return True
             arm = arm.orelse if isinstance(arm, cst.If) else None
         return False
@@ -258,11 +257,12 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
             raise Refused("the `if` is part of an `if`/`elif`/`else` chain")
         if context.in_try(node, self.parent):
             raise Refused("inside a `try` block, whose handlers would see RuntimeError under compile")
-        body = node.body.body
-        if len(body) != 1 or len(body[0].body) != 1:  # type: ignore[attr-defined]
+        body = syntax.body_statements(node.body)
+        if len(body) != 1 or not isinstance(body[0], cst.Raise):
             raise Refused("the body does more than raise")
-        line = body[0]
-        raise_ = line.body[0]  # type: ignore[attr-defined]
+        raise_ = body[0]
+        line = node.body.body[0] if isinstance(node.body, cst.IndentedBlock) else \
+            cst.SimpleStatementLine(body=[raise_.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])  # `if t: raise E(...)`
         exc_type, message = self._exception(raise_)
         safety, note = base.Safety.SAFE, ""
         if not (isinstance(exc_type, cst.Name) and exc_type.value in trap.BUILTIN_EXCEPTIONS
