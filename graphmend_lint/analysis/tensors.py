@@ -401,6 +401,8 @@ class FunctionFacts:
             return _join(vals)
         if isinstance(node, cst.IfExp):
             return _join([self.value(node.body, depth + 1), self.value(node.orelse, depth + 1)])
+        if isinstance(node, cst.NamedExpr):  # `(s := x.sum())` is the value it binds
+            return self.value(node.value, depth + 1)
         return UNKNOWN
 
     def _arith(self, node: cst.BinaryOperation, left: Value, right: Value) -> Value:
