@@ -363,6 +363,9 @@ class FunctionFacts:
             if node.attr.value in ("T", "mT", "H", "real", "imag"):
                 inner = self.value(node.value, depth + 1)
                 return tensor() if inner.is_tensor else UNKNOWN
+            if name is not None and name.startswith("self.") and name.count(".") == 1 and \
+                    self.module_attrs.get(name[5:]) in (BUFFER, "torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                return tensor()  # a buffer or parameter: nn.Module keeps it a tensor (or None)
             return UNKNOWN
         if isinstance(node, cst.Subscript):
             inner = self.value(node.value, depth + 1)
@@ -475,8 +478,27 @@ def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
     return out
 
 
+BUFFER = "torch.Tensor"  # module_layer_attrs' entry for a registered buffer or parameter
+
+
+def _registered(call: cst.Call) -> str | None:
+    """`self.register_buffer("x", <value>)` / `self.register_parameter("x", <value>)`: "x", when the
+    value is not the literal None (both raise TypeError unless it is a tensor or None)."""
+    if dotted(call.func) not in ("self.register_buffer", "self.register_parameter"):
+        return None
+    pos = [a.value for a in call.args if a.keyword is None and not a.star]
+    kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    name = pos[0] if pos else kw.get("name")
+    value = pos[1] if len(pos) > 1 else kw.get("tensor", kw.get("param"))
+    if not isinstance(name, cst.SimpleString) or value is None or isinstance(value, cst.Name) and value.value == "None":
+        return None
+    text = name.evaluated_value
+    return text if isinstance(text, str) and text.isidentifier() else None
+
+
 def module_layer_attrs(cls: cst.ClassDef, b: Bindings) -> dict[str, str]:
-    """`self.x = nn.Linear(...)` in a class's methods -> {"x": "torch.nn.Linear"}."""
+    """`self.x = nn.Linear(...)` in a class's methods -> {"x": "torch.nn.Linear"}; a buffer or
+    parameter registered by name (`self.register_buffer("x", ...)`) -> {"x": BUFFER}."""
     out: dict[str, str] = {}
 
     class V(cst.CSTVisitor):
@@ -493,6 +515,10 @@ def module_layer_attrs(cls: cst.ClassDef, b: Bindings) -> dict[str, str]:
             for stmt in node.body:  # assignments are small statements: their expressions need no walk
                 if isinstance(stmt, cst.Assign):
                     self.visit_Assign(stmt)
+                elif isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+                    name = _registered(stmt.value)
+                    if name is not None:
+                        out.setdefault(name, BUFFER)
             return False
 
         visit_SimpleStatementSuite = visit_SimpleStatementLine
