@@ -38,6 +38,7 @@ class FileContext:
         self._facts: ModuleFacts | None = None
         self._conventions: tuple[str | None, str | None, bool] | None = None
         self._codes: list[tuple[cst.Module, str]] = []
+        self.compiled_at: dict[cst.CSTNode, cst.FunctionDef | None] = {}  # rules' compiled_function answers
 
     @property
     def parents(self) -> dict:

@@ -105,13 +105,21 @@ class GraphMendRule(LintRule):
 
     # -- context helpers -----------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self.get_metadata(ParentNodeProvider, node, None)
+        return self.metadata[ParentNodeProvider].get(node)  # get_metadata(..., None), minus its checks
 
     def function_of(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         return context.enclosing_function(node, self.parent)
 
     def compiled_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        """The enclosing function if `node` runs under torch.compile (and not only in eager)."""
+        """The enclosing function if `node` runs under torch.compile (and not only in eager); the
+        file context keeps the answer for the other rules (most ask it of the same nodes)."""
+        known = self._context().compiled_at
+        if node in known:
+            return known[node]
+        func = known[node] = self._compiled_function(node)
+        return func
+
+    def _compiled_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         assert self.facts is not None
         func = self.function_of(node)
         outer = func
