@@ -78,9 +78,11 @@ def test_inputs_take_every_branch_of_flagged_ifs(case):
             arms.append(pos[cur.body.body[0]].start.line)
             cur = cur.orelse
         else_line = pos[cur.body.body[0]].start.line if cur is not None else None
+        test_line = pos[node].start.line
+        if test_line in arms:
+            continue  # a one-line body: line events cannot tell it from the test (the compiled tests run both)
         for line in arms:
             assert any(line in r for r in runs), f"no input takes the branch at line {line}"
-        test_line = pos[node].start.line
         if else_line is not None:
             assert any(else_line in r for r in runs), f"no input takes the else at line {else_line}"
         else:
