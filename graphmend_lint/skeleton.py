@@ -140,8 +140,8 @@ _REGISTER = ("register_buffer", "register_parameter")
 def _read_anyway(node: ast.AST) -> bool:
     """Code the analysis reads in any function: imports (Bindings), attribute stores (`self.x = ...`),
     buffers and parameters registered by name (`self.register_buffer("x", ...)`: tensor attributes)."""
-    return any(isinstance(n, (ast.Import, ast.ImportFrom)) or (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load))
-               or isinstance(n, ast.Attribute) and n.attr in _REGISTER
+    return any(isinstance(n, (ast.Import, ast.ImportFrom))
+               or isinstance(n, ast.Attribute) and (not isinstance(n.ctx, ast.Load) or n.attr in _REGISTER)
                for n in ast.walk(node))
 
 

@@ -96,10 +96,10 @@ def _tested(prover: Prover, mask: cst.BaseExpression) -> tuple[str, bool] | None
 
 def _fill(e: cst.BaseExpression) -> float | None:
     """The number `v` stands for: a literal (`1`, `-1e4`) or `float("-inf")`-like; None otherwise."""
+    if _number(e):
+        return _value(e)
     minus = isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus)
     inner = e.expression if minus else e
-    if isinstance(inner, (cst.Integer, cst.Float)):
-        return _value(e)
     value = float_literal(inner) if isinstance(inner, cst.Call) else None
     return None if value is None else -value if minus else value
 
@@ -112,22 +112,24 @@ def _target(e: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
-def _update(stmt) -> tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression, bool] | None:
-    """(target `Y`, mask `Q`, value `v`, whether it is `masked_fill_`) of `Y[Q] = v` or
-    `Y.masked_fill_(Q, v)` with `v` a number; None for other statements."""
+def _update(stmt) -> tuple[cst.BaseExpression, cst.BaseExpression, float, bool] | None:
+    """(target `Y`, mask `Q`, the number `v` stands for, whether it is `masked_fill_`) of `Y[Q] = v`
+    or `Y.masked_fill_(Q, v)` with `v` a number; None for other statements."""
     if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
         t = stmt.targets[0].target
-        if (isinstance(t, cst.Subscript) and _target(t.value) is not None and len(t.slice) == 1
-                and isinstance(t.slice[0].slice, cst.Index) and _fill(stmt.value) is not None):
-            return _target(t.value), strip_parens(t.slice[0].slice.value), stmt.value, False
+        if isinstance(t, cst.Subscript) and len(t.slice) == 1 and isinstance(t.slice[0].slice, cst.Index):
+            y, v = _target(t.value), _fill(stmt.value)
+            if y is not None and v is not None:
+                return y, strip_parens(t.slice[0].slice.value), v, False
         return None
     if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
         call = stmt.value
         f = call.func
-        if (isinstance(f, cst.Attribute) and f.attr.value == "masked_fill_" and _target(f.value) is not None
-                and len(call.args) == 2 and not any(a.keyword or a.star for a in call.args)
-                and _fill(call.args[1].value) is not None):
-            return _target(f.value), strip_parens(call.args[0].value), call.args[1].value, True
+        if (isinstance(f, cst.Attribute) and f.attr.value == "masked_fill_"
+                and len(call.args) == 2 and not any(a.keyword or a.star for a in call.args)):
+            y, v = _target(f.value), _fill(call.args[1].value)
+            if y is not None and v is not None:
+                return y, strip_parens(call.args[0].value), v, True
     return None
 
 
@@ -147,7 +149,7 @@ def _checks(prover: Prover, x: str, bool_mask: bool, mask: cst.BaseExpression, u
     index (`index_guard`), `Q`'s shape against `Y`'s (`Y[Q]` needs `Q.shape == Y.shape[:Q.dim()]`,
     `masked_fill_` a broadcast that keeps `Y`'s shape), the value in `Y`'s dtype. `Y` may be a view
     `Z[idx]` with basic indexing: its index is checked like `Q`'s, first."""
-    target, q, v, fill = update
+    target, q, value, fill = update
     y = code(target)
     tensor = code(prover.torch("torch.Tensor"))
     if isinstance(target, cst.Subscript):
@@ -177,7 +179,6 @@ def _checks(prover: Prover, x: str, bool_mask: bool, mask: cst.BaseExpression, u
             out.append(f"{shaped}.dim() <= {y}.dim() and all(a in (1, b) for a, b in zip({shaped}.shape[::-1], {y}.shape[::-1]))")
         else:
             out.append(f"{shaped}.dim() <= {y}.dim() and {shaped}.shape == {y}.shape[:{shaped}.dim()]")
-    value = _fill(v)
     if math.isfinite(value) and abs(value) > 3e38:
         return None
     if value not in (0.0, 1.0) and not prover.is_float(target):
@@ -218,6 +219,8 @@ def fix(rule, node: cst.If, func: cst.FunctionDef) -> Fix | None:
     if tested is None:
         return None
     stmts = without_logging(prover, Verdict(), body_statements(node.body))
+    if not stmts:
+        return None
     checks: list[str] = []
     for stmt in stmts:  # each update selects nothing where the test is False, so all of them together
         update = _update(stmt)
@@ -225,8 +228,6 @@ def fix(rule, node: cst.If, func: cst.FunctionDef) -> Fix | None:
         if more is None:
             return None
         checks += [c for c in more if c not in checks]
-    if not checks:
-        return None
     is_compiling, needs = rule.spell("torch.compiler.is_compiling")
     test = cst.parse_expression(f"{is_compiling}() and {' and '.join(checks)}")
     new = cst.If(test=test, body=cst.IndentedBlock(body=_lines(node.body, stmts)),
