@@ -178,7 +178,7 @@ def _checks(prover: Prover, x: str, bool_mask: bool, mask: cst.BaseExpression, u
         if fill:
             out.append(f"{shaped}.dim() <= {y}.dim() and all(a in (1, b) for a, b in zip({shaped}.shape[::-1], {y}.shape[::-1]))")
         else:
-            out.append(f"{shaped}.dim() <= {y}.dim() and {shaped}.shape == {y}.shape[:{shaped}.dim()]")
+            out.append(f"{shaped}.dim() <= {y}.dim() and {shaped}.shape == {y}.shape[: {shaped}.dim()]")
     if math.isfinite(value) and abs(value) > 3e38:
         return None
     if value not in (0.0, 1.0) and not prover.is_float(target):
