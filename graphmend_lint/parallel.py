@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import files, prefilter, runner, skeleton, stamps
+from . import files, gcpause, prefilter, runner, skeleton, stamps
 from . import cache as cache_mod
 from .analysis import project
 from .analysis import root as root_mod
@@ -130,8 +130,7 @@ def _first_pass(item: tuple) -> tuple:
     worker, under `digest` (the content's)."""
     path, s, wanted, data, cache, digest, skeletons = item
     summ, quiet, lean = None, False, None
-    gc.disable()  # ast.parse makes many objects and no cycles: the collector only costs here
-    try:
+    with gcpause.paused():  # ast.parse makes many objects and no cycles: the collector only costs here
         if data is not None:
             try:
                 tree = runner.validate(data) if wanted else None
@@ -147,8 +146,6 @@ def _first_pass(item: tuple) -> tuple:
                         lean = None
             else:
                 summ = project.parse_summary(data)
-    finally:
-        gc.enable()
     if summ is not None and cache is not None:
         cache.put_json("idx", digest, summ)
     return summ, quiet, lean
@@ -354,12 +351,9 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
         _indexes[key] = state
     index, reader, by_path = state
     out: dict[str, FileFacts] = {}
-    gc.disable()  # the index makes many small objects and no cycles
-    try:
+    with gcpause.paused():  # the index makes many small objects and no cycles
         for p in sorted(wanted, key=str):
             out[str(p)] = index.file_facts(by_path[p]) if p in by_path else EMPTY
-    finally:
-        gc.enable()
     external = {str(index.paths[m]): reader.digests.get(str(index.paths[m]))
                 for m in index.external if m not in run}
     read = {str(p): _summary_digest(summ) for p, summ in reader.known.items() if p in pdata}

@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import files, prefilter
+from . import files, gcpause, prefilter
 from .settings import Settings
 
 # Larger files are refused: libcst needs minutes and gigabytes for them (1.4 MB: 80 s, 0.8 GB).
@@ -254,7 +254,8 @@ def check_source(path: Path, source: bytes, s: Settings, fix: bool = False, diff
             return out
     try:
         if ready is not None or not s.prefilter or prefilter.may_have_findings(source, s.compiled_scope, tree, ext):
-            result = _in_big_thread(_check, source, tree, s, fix or diff, ext, ready)
+            with gcpause.paused():
+                result = _in_big_thread(_check, source, tree, s, fix or diff, ext, ready)
         else:  # no compiled code: no rule can report (see prefilter.py)
             result = engine.Result([], source, 0)
         changed = result.fixed > 0 and result.source != source

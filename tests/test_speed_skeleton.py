@@ -378,3 +378,25 @@ class M(torch.nn.Module):
         print(x)
         return x
 """
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_the_collector_is_paused_for_one_file_and_runs_again_after(tmp_path, monkeypatch, fails):
+    """gcpause.py: off while a file is parsed and analysed, on again after it, also when that fails."""
+    import gc
+
+    seen = []
+    real = runner._check
+
+    def spy(*args):
+        seen.append(gc.isenabled())
+        if fails:
+            raise ValueError("boom")
+        return real(*args)
+
+    monkeypatch.setattr(runner, "_check", spy)
+    assert gc.isenabled()
+    out = runner.check_source(tmp_path / "m.py", PRINTING_MODULE.encode(), settings.Settings(), write=False)
+    assert seen == [False]
+    assert gc.isenabled()
+    assert (out.error is not None) == fails and bool(out.findings) != fails

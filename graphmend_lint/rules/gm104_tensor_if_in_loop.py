@@ -185,7 +185,6 @@ class TensorIfInLoopRule(base.GraphMendRule):
         flagged = [t for t in tests if where.breaks_on(ff, t)]
         if not flagged:
             return
-        head = self.MESSAGE.format(func=func.name.value)
         short = f"`if` on a tensor value inside a Python loop makes Dynamo skip the whole function `{func.name.value}`"
         layerdrop = where.fix_layerdrop(self, node, func)
         if layerdrop is not None:
