@@ -290,9 +290,17 @@ class _Writer:
                 idx = self.c.pick(["", "[...]", "[:, :]", "[:2]"])
                 self.emit(indent, self.fmt(f"buf = {{t}}.zeros_like(h.detach())\nif {mask}.sum() != 0:\n"
                                            f"    buf[{mask}{idx}] = {value}\nh = h + buf"))
-            else:  # several updates under one test, one of a view (rag's two fills, wav2vec2's logits[1:])
+            elif self.c.chance(0.5):  # several updates under one test, one of a view (rag's two fills, wav2vec2's logits[1:])
                 self.emit(indent, self.fmt(f"buf = {{t}}.zeros_like(h.detach())\nif {mask}.any():\n"
                                            f"    buf[1:][{mask}[1:]] = {value}\n    buf.masked_fill_({mask}, 0.5)\nh = h + buf"))
+            else:  # a product by a mask that is all ones where the test is False (nemotron_h, zamba)
+                cast = self.c.pick(["", ".long()", ".to(h.dtype)"])
+                idx = self.c.pick(["", "[...]", "[:, :]"])
+                guard = self.c.pick([f"not {{t}}.all({mask} == 1)", f"({mask} != 1).any()"])
+                none = self.c.pick(["", f"{mask} is not None and "])
+                product = self.c.pick([f"h * {mask}{idx}", f"{mask}{idx} * h"])
+                self.emit(indent, f"{mask} = {mask}{cast}")
+                self.emit(indent, self.fmt(f"if {none}{guard}:\n    h = {product}"))
         elif form == "inplace":
             self.emit(indent, f"if {test}:\n    h = h.clone()\n    h.add_(1)\nelse:\n    h = h * 2")
         elif form == "alias":

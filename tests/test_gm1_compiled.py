@@ -588,3 +588,30 @@ def test_buffer_tests_are_real_breaks():
     reported = [line for line in case.with_name(case.stem + ".findings.txt").read_text(encoding="utf-8").splitlines()
                 if " GM101 " in line]
     assert breaks == len(reported) == 1
+
+
+def test_ones_multiply_keeps_special_values_and_falls_back():
+    """GM101 ones.py: where the mask is all ones the product runs alone under compile and gives the
+    input itself, NaN, infinities and -0.0 included (outputs and gradients, train mode); a float64
+    mask with float32 hidden states would change the product's dtype: the check keeps the `if`."""
+    case = FIXTURES / "GM101" / "invalid_ones_multiply.py"
+    orig, _ = _make(case, "so")
+    fixed, _ = _make(case.with_name(case.stem + ".fixed.py"), "sf")
+    x = torch.randn(2, 3, 4)
+    x[0, 0, 0], x[1, 2, 1], x[0, 1, 2] = float("nan"), float("-inf"), -0.0
+    for mask in (torch.ones(2, 3, dtype=torch.long), torch.ones(2, 3, dtype=torch.bool)):
+        args = (x.clone().requires_grad_(), mask)
+        want, want_g, _ = _call(orig.train(), args)
+        got, got_g, breaks = _call(fixed.train(), args, "aot_eager")
+        assert breaks == 0
+        for a, b in zip(want + want_g, got + got_g):
+            torch.testing.assert_close(b, a, rtol=0, atol=0, equal_nan=True)
+    zamba = FIXTURES / "GM101" / "invalid_ones_multiply_unsqueeze.py"
+    orig, inputs = _make(zamba, "zo")
+    fixed, _ = _make(zamba.with_name(zamba.stem + ".fixed.py"), "zf")
+    h, ones = inputs[0]
+    for mask, expected in ((ones.double(), 1), (ones, 0)):
+        want, _, _ = _call(orig, (h, mask))
+        got, _, breaks = _call(fixed, (h, mask), "aot_eager")
+        assert _same(want, got, exact=True) and breaks == expected
+        assert _call(orig, (h, mask), "aot_eager")[2] == 1

@@ -246,6 +246,16 @@ class TensorIfRule(base.GraphMendRule):
     none of the view is); the value a number literal or `float("-inf")`-like. Its dims, its shape against the updated
     tensor and the value's fit in its dtype are checked while tracing where not proved; logging in
     the branch stays in eager. Measured on torch 2.13: the guard is 1 break, the update alone 0.
+    A guard that only skips a multiplication by ones, the Mamba layers of transformers 5.4.0
+    (nemotron_h, zamba, zamba2): `if mask is not None and not torch.all(mask == 1): h = (h *
+    mask[:, :, None]).to(dtype)` (also `(mask != 1).any()`, `mask.unsqueeze(1)`, after `dtype =
+    h.dtype` read nowhere else): where the test is False every element of the mask is 1 and the
+    product is `h` itself (x * 1 is x for every integer and real float, NaN and infinities
+    included, and so is the gradient), so under compile it runs alone, checked while tracing that
+    the product keeps `h`'s shape and dtype, its index cannot raise, `h` is not complex and the mask
+    does not require grad; refused when `h` is modified in place or its `grad_fn` read later (it
+    becomes a new tensor where the `if` kept the same one). Measured on torch 2.13: the guard is 1
+    break, the product alone 0, outputs and gradients bitwise equal.
     An out-of-place `x = x.masked_fill(mask[:, None, :], v)` in a branch takes the torch.where
     form, with what `masked_fill` raises on (a mask not bool or not broadcasting to `x`, a value
     `x`'s dtype cannot hold) checked while tracing.

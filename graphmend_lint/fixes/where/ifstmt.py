@@ -8,7 +8,7 @@ from ..safety import Safety
 from .assign import plan
 from .compiled import build, checked_note, proved_note
 from .proof import Prover
-from . import noop, quiet
+from . import noop, ones, quiet
 
 
 def fix_if(rule, node: cst.If, func: cst.FunctionDef) -> Fix | NoFix:
@@ -17,6 +17,9 @@ def fix_if(rule, node: cst.If, func: cst.FunctionDef) -> Fix | NoFix:
     masked = noop.fix(rule, node, func)  # a guard that only skips a no-op masked update
     if masked is not None:
         return masked
+    ones_only = ones.fix(rule, node, func)  # a guard that only skips a multiplication by ones
+    if ones_only is not None:
+        return ones_only
     prover = Prover(rule, node, func)
     verdict, replacement = plan(prover, node)
     if verdict.refuse == quiet.ONLY_LOGGED:
