@@ -249,7 +249,7 @@ class TensorIfRule(base.GraphMendRule):
     A guard that only skips a multiplication by ones, the Mamba layers of transformers 5.4.0
     (nemotron_h, zamba, zamba2): `if mask is not None and not torch.all(mask == 1): h = (h *
     mask[:, :, None]).to(dtype)` (also `(mask != 1).any()`, `mask.unsqueeze(1)`, after `dtype =
-    h.dtype` read nowhere else): where the test is False every element of the mask is 1 and the
+    h.dtype` when `dtype` is read elsewhere only before the `if` or after binding it again): where the test is False every element of the mask is 1 and the
     product is `h` itself (x * 1 is x for every integer and real float, NaN and infinities
     included, and so is the gradient), so under compile it runs alone, checked while tracing that
     the product keeps `h`'s shape and dtype, its index cannot raise, `h` is not complex and the mask

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from ... import fastwalk
 from ...analysis import context, effects
 from ..syntax import code, literal_int
 from .verdict import Gap, GapKind
@@ -128,6 +129,13 @@ def later_than(rule, node: cst.CSTNode, func: cst.FunctionDef) -> tuple[int, int
             p = rule.get_metadata(PositionProvider, up)
             start = (p.start.line, p.start.column)
     return start
+
+
+def after_of(rule, node: cst.CSTNode, func: cst.FunctionDef) -> After:
+    """What `func` does to names in the code that runs after `node` (`later_than`)."""
+    found = After(rule, later_than(rule, node, func), func)
+    fastwalk.visit(func, found)
+    return found
 
 
 def alias_of(expr: cst.BaseExpression) -> str | None:

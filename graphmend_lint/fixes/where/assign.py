@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ... import fastwalk
 from ..build import line
 from ..fix import Refused
 from ..syntax import body_statements, code, flatten, names_in, strip_parens
-from .after import After, alias_of, later_than, rebind_proofs
+from .after import after_of, alias_of, rebind_proofs
 from .branches import arms, comments, refusal_of, return_after, without_logging
 from .compiled import fresh
 from .flow import bound_before, live_after, none_here
@@ -91,8 +90,7 @@ class _Plan:
         self.conds = self._conditions(tensor_part)
         self._read_arms()
         self._rename_tail()
-        self.after = After(self.rule, later_than(self.rule, self.node, self.prover.func), self.prover.func)
-        fastwalk.visit(self.prover.func, self.after)
+        self.after = after_of(self.rule, self.node, self.prover.func)
         self.assigned = [[(s.targets[0].target.value, s.value) for s in stmts if isinstance(s, cst.Assign)]
                          for stmts in self.bodies]
         self.results = self._results()

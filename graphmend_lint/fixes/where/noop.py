@@ -209,6 +209,13 @@ def _lines(block: cst.BaseSuite, kept: list) -> list[cst.SimpleStatementLine]:
     return out
 
 
+def runs_alone(node: cst.If, test: cst.BaseExpression, kept: list) -> cst.If:
+    """`if <test>: <kept>` then `elif` the original `if`: the statements `kept` of its body run alone
+    where `test` (the compile-only one) holds (ones.py writes its form the same way)."""
+    return cst.If(test=test, body=cst.IndentedBlock(body=_lines(node.body, kept)),
+                  orelse=node.with_changes(leading_lines=()), leading_lines=node.leading_lines)
+
+
 def fix(rule, node: cst.If, func: cst.FunctionDef) -> Fix | None:
     """The compile-only update-alone form, or None when `node` is not such a guard."""
     if len(arms(node)) != 1:
@@ -230,6 +237,5 @@ def fix(rule, node: cst.If, func: cst.FunctionDef) -> Fix | None:
         checks += [c for c in more if c not in checks]
     is_compiling, needs = rule.spell("torch.compiler.is_compiling")
     test = cst.parse_expression(f"{is_compiling}() and {' and '.join(checks)}")
-    new = cst.If(test=test, body=cst.IndentedBlock(body=_lines(node.body, stmts)),
-                 orelse=node.with_changes(leading_lines=()), leading_lines=node.leading_lines)
-    return Fix(new, Safety.SAFE, TITLE.format(x=" and ".join(checks)), needs or prover.imports)
+    return Fix(runs_alone(node, test, stmts), Safety.SAFE, TITLE.format(x=" and ".join(checks)),
+               needs or prover.imports)

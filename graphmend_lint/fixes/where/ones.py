@@ -20,14 +20,17 @@ after `M is not None` conjuncts. The body: `Y = Y * F` (or `F * Y`, or `(Y * F).
 optional `D = Y.dtype`; `D` may be read elsewhere only before the `if` (outside loops) or after a
 statement that binds it again (`_bound_before_read`: nemotron_h has two such guards in one function).
 On transformers 5.4.0 these guards sit on the CUDA-kernel paths (`cuda_kernels_forward`), which
-CPU runs do not take. Checked while tracing: that the product keeps `Y`'s shape (`F` broadcasts into `Y`) and dtype (`M` bool, of `Y`'s dtype, or an
-integer `M` with a floating `Y`), `F`'s index cannot raise, `Y` is not complex ((a + bi) * 1 is NaN
-where b is infinite), and `M` does not require grad (it would get one). `Y` becomes a new tensor where
+CPU runs do not take. Checked while tracing: that the product keeps `Y`'s shape (`F` broadcasts
+into `Y`) and dtype (`M` bool, of `Y`'s dtype, or an integer `M` with a floating `Y`), `F`'s index
+cannot raise, `Y` is not complex ((a + bi) * 1 is NaN where b is infinite), and `M` does not require
+grad (it would get one). `Y` becomes a new tensor where
 it stayed the same object: refused when `Y` is modified in place or its `grad_fn` is read later
 (after.py). Measured on torch 2.13: the guard is 1 break; the fixed form 0, outputs and gradients
 bitwise equal (tests/fixtures/GM101/invalid_ones_multiply*.py).
 """
 from __future__ import annotations
+
+import itertools
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -35,10 +38,10 @@ from libcst.metadata import PositionProvider
 from ... import fastwalk
 from ..fix import Fix
 from ..safety import Safety
-from ..syntax import body_statements, code, flatten, strip_parens
-from .after import After, later_than
+from ..syntax import body_statements, code, flatten, literal_int, names_in, strip_parens
+from .after import after_of, rebind_proofs
 from .branches import arms, without_logging
-from .noop import _lines
+from .noop import runs_alone
 from .proof import Prover
 from .verdict import Verdict
 
@@ -90,13 +93,8 @@ def _factor_checks(prover: Prover, f: cst.BaseExpression, m: str) -> list[str] |
     if isinstance(f, cst.Call) and isinstance(f.func, cst.Attribute) and f.func.attr.value == "unsqueeze" \
             and isinstance(f.func.value, cst.Name) and f.func.value.value == m and len(f.args) == 1 \
             and not (f.args[0].keyword or f.args[0].star):
-        arg = f.args[0].value
-        minus = isinstance(arg, cst.UnaryOperation) and isinstance(arg.operator, cst.Minus)
-        k = (arg.expression if minus else arg)
-        if not isinstance(k, cst.Integer):
-            return None
-        k_val = int(k.value, 0) * (-1 if minus else 1)
-        return [f"{m}.dim() >= {k_val if k_val >= 0 else -k_val - 1}"]
+        k = literal_int(f.args[0].value)
+        return None if k is None else [f"{m}.dim() >= {k if k >= 0 else -k - 1}"]
     return None
 
 
@@ -159,9 +157,7 @@ def _binds(stmt, name: str) -> bool:
     for small in stmt.body:
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
                 and small.targets[0].target.value == name:
-            reads = _Reads(name)
-            fastwalk.visit(small.value, reads)
-            return not reads.nodes
+            return name not in names_in(small.value)
     return False
 
 
@@ -170,14 +166,13 @@ def _bound_before_read(rule, func: cst.FunctionDef, node: cst.If, name: str) -> 
     runs again), or comes after a statement that binds it, in a block around the read (so it runs
     before the read on every path) and written after `node` (so it runs after `node`): the binding
     the body makes under compile, where the `if` never made it, is never read."""
-    end = rule.get_metadata(PositionProvider, node).end
-    after_if = (end.line, end.column)
+    pos = rule.get_metadata(PositionProvider, node)
+    before_if, after_if = (pos.start.line, pos.start.column), (pos.end.line, pos.end.column)
 
     def rebinds(stmt) -> bool:
         start = rule.get_metadata(PositionProvider, stmt).start
         return (start.line, start.column) >= after_if and _binds(stmt, name)
 
-    start = rule.get_metadata(PositionProvider, node).start
     in_loop, up = False, rule.parent(node)
     while up is not None and up is not func:
         in_loop = in_loop or isinstance(up, (cst.For, cst.While))
@@ -191,17 +186,12 @@ def _bound_before_read(rule, func: cst.FunctionDef, node: cst.If, name: str) -> 
         if id(read) in mine:
             continue
         at = rule.get_metadata(PositionProvider, read).start
-        if not in_loop and (at.line, at.column) < (start.line, start.column):
+        if not in_loop and (at.line, at.column) < before_if:
             continue  # it runs before the `if`, which no loop runs again
         child, up, ok = read, rule.parent(read), False
         while up is not None and child is not func and not ok:
             if isinstance(up, (cst.IndentedBlock, cst.Module)):
-                before = []
-                for stmt in up.body:
-                    if stmt is child:
-                        break
-                    before.append(stmt)
-                ok = any(rebinds(stmt) for stmt in before)
+                ok = any(rebinds(stmt) for stmt in itertools.takewhile(lambda stmt: stmt is not child, up.body))
             child, up = up, rule.parent(up)
         if not ok:
             return False
@@ -237,12 +227,10 @@ def fix(rule, node: cst.If, func: cst.FunctionDef) -> Fix | None:
     checks = _factor_checks(prover, f, m) if f is not None else None
     if checks is None:
         return None
-    after = After(rule, later_than(rule, node, func), func)
-    fastwalk.visit(func, after)
-    if y in after.mutated or y in after.observed:
+    if rebind_proofs(after_of(rule, node, func), y, {y}):
         return None  # `Y` would be a new tensor object where it stayed the same one
     tensor = code(prover.torch("torch.Tensor"))
-    out = [c for c in (f"isinstance({n}, {tensor})" for n in (m, y) if not prover.ff.value(cst.Name(n)).is_tensor)]
+    out = [f"isinstance({n}, {tensor})" for n in (m, y) if not prover.ff.value(cst.Name(n)).is_tensor]
     out += [c for c in checks if c not in out]
     shaped = code(strip_parens(f))
     out.append(f"{shaped}.dim() <= {y}.dim() and "
@@ -254,6 +242,5 @@ def fix(rule, node: cst.If, func: cst.FunctionDef) -> Fix | None:
     out.append(f"not {m}.requires_grad")
     is_compiling, needs = rule.spell("torch.compiler.is_compiling")
     test = cst.parse_expression(" and ".join([f"{is_compiling}()", *(code(p) for p in parts[:-1]), *out]))
-    new = cst.If(test=test, body=cst.IndentedBlock(body=_lines(node.body, stmts)),
-                 orelse=node.with_changes(leading_lines=()), leading_lines=node.leading_lines)
-    return Fix(new, Safety.SAFE, TITLE.format(m=m, x=" and ".join(out)), needs or prover.imports)
+    return Fix(runs_alone(node, test, stmts), Safety.SAFE, TITLE.format(m=m, x=" and ".join(out)),
+               needs or prover.imports)

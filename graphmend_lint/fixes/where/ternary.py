@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ... import fastwalk
 from ..build import line, sole_line
 from ..fix import Fix, NoFix
 from ..safety import Safety
 from . import nested
-from .after import After, alias_of, later_than, rebind_proofs
+from .after import after_of, alias_of, rebind_proofs
 from .compiled import SHORT_FORM_IN_EAGER, build, checked_note, proved_note
 from .proof import Prover
 from .rewrite import guarded, index_guarded
@@ -81,8 +80,7 @@ def _rebind_proofs(rule, node: cst.IfExp, func: cst.FunctionDef) -> list[Gap]:
     up = rule.parent(node)
     while up is not None and not isinstance(up, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
         up = rule.parent(up)
-    after = After(rule, later_than(rule, up if up is not None else node, func), func)
-    fastwalk.visit(func, after)
+    after = after_of(rule, up if up is not None else node, func)
     sources = {a for a in (alias_of(node.body), alias_of(node.orelse)) if a}
     missing = []
     parent = rule.parent(node)
