@@ -66,6 +66,10 @@ STATEMENTS = [
     'y = torch.where(attention_mask.sum() > 0, hidden_states * scale_factor, hidden_states), torch.where(c, h, g)',
     'y = hidden_states, torch.where(attention_mask.sum() > 0, hidden_states * scale_factor, hidden_states)',
     'return hidden_states, torch.where(attention_mask.sum() > 0, hidden_states * scale_factor, hidden_states * 2)',
+    # a call's sole generator argument (the GM101 no-op guards' broadcast check): no trailing comma
+    'if torch.compiler.is_compiling() and all(a in (1, b) for a, b in zip(mask[:, :, None].shape[::-1], h.shape[::-1])) '
+    'and not mask.requires_grad:',
+    'ok = all(a in (1, b) for a, b in zip(attention_mask[:, :, None].shape[::-1], hidden_states.shape[::-1]) if a)',
 ]
 
 

@@ -224,8 +224,8 @@ class Wrapper:
         if len(items) == 1:
             pre, node = _item_parts(items[0])
             alone = self._inner(node, pre, "", inner)
-            if len(alone) == 1:  # a sole item that cannot split (a long string): no trailing comma
-                return [first, *alone, indent + tail]
+            if len(alone) == 1 or isinstance(node, cst.GeneratorExp):  # a sole item that cannot split (a long
+                return [first, *alone, indent + tail]  # string), or a generator: no trailing comma
         body: list[str] = []
         for item in items:  # one a line, each with a (magic) trailing comma
             pre, node = _item_parts(item)
@@ -269,8 +269,7 @@ def _candidates(expr: cst.BaseExpression, after: str = ""):
         return
     if isinstance(expr, cst.Call):
         if expr.args and not isinstance(expr.args[-1].comma, cst.Comma):  # a magic comma is the user's
-            if not any(isinstance(a.value, cst.GeneratorExp) and len(expr.args) == 1 for a in expr.args):
-                yield _flat(expr.func) + "(", list(expr.args), ")" + after
+            yield _flat(expr.func) + "(", list(expr.args), ")" + after
         args = ", ".join(_item_text(a) for a in expr.args)
         yield from _candidates(expr.func, f"({args}){after}")
     elif isinstance(expr, cst.Attribute):
@@ -285,6 +284,16 @@ def _candidates(expr: cst.BaseExpression, after: str = ""):
 def _operator_chain(expr) -> list[tuple[str, cst.BaseExpression]] | None:
     if isinstance(expr, cst.IfExp) and not expr.lpar:  # the lowest priority: `a if c else b`, a part a line
         return [("", expr.body), ("if ", expr.test), ("else ", expr.orelse)]
+    if isinstance(expr, cst.GeneratorExp) and not expr.lpar:  # a call's sole argument: a clause a line
+        parts: list[tuple[str, cst.BaseExpression]] = [("", expr.elt)]
+        clause = expr.for_in
+        while clause is not None:
+            if clause.asynchronous is not None:
+                raise _NoLayout
+            parts.append((f"for {_flat(clause.target)} in ", clause.iter))
+            parts += [("if ", c.test) for c in clause.ifs]
+            clause = clause.inner_for_in
+        return parts
     for kind, ops in _PRIORITY:
         chain = _chain(expr, kind, ops)
         if chain is not None:
