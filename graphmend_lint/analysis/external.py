@@ -18,15 +18,18 @@ class FileFacts:
     # In a generated file, the compiled defs whose code is not written in the file its header names:
     # "qn\tmodule\tqn" where it is written, or "qn\t\t" where that is not known.
     origins: frozenset = frozenset()
+    # Of `compiled`, the defs that are frames Dynamo enters (a `forward`, a `torch.compile` target,
+    # `compiled-functions`): the others are called from compiled code and traced inline.
+    entries: frozenset = frozenset()
 
     def key(self) -> bytes:
         """What a per-file cache key must include: every cross-file fact the file may use."""
         return repr((sorted(self.module_classes), sorted(self.compiled), sorted(self.guards),
-                     sorted(self.wrapped), sorted(self.origins))).encode()
+                     sorted(self.wrapped), sorted(self.origins), sorted(self.entries))).encode()
 
     def to_json(self) -> list:
         return [sorted(self.module_classes), sorted(self.compiled), sorted(self.guards), sorted(self.wrapped),
-                sorted(self.origins)]
+                sorted(self.origins), sorted(self.entries)]
 
     def origin(self, qn: str | None) -> tuple[str, str] | None:
         """(module, qn) where the code of the generated file's def `qn` is written, ("", "") when

@@ -100,9 +100,11 @@ class ProjectIndex:
         self._module_class: dict[tuple[str, str], bool] = {}
         self._guard: dict[tuple[str, str], bool] = {}
         self._compiled: set[tuple[str, str]] | None = None
+        self._entries: set[tuple[str, str]] = set()  # the roots that are compiled: frames Dynamo enters
         self._wrapped: set[tuple[str, str]] = set()  # decorators whose wrappers run compiled
         self._by_module: dict[str, set[str]] | None = None
         self._wrapped_by_module: dict[str, set[str]] = {}
+        self._entries_by_module: dict[str, set[str]] = {}
         self._copies: dict[str, tuple] = {}  # generated files: a source module's renames and class modules
         self._listed: dict[str, frozenset[str]] = {}  # folder -> its file names (`_find`)
 
@@ -335,7 +337,8 @@ class ProjectIndex:
     def compiled(self) -> set[tuple[str, str]]:
         if self._compiled is None:
             seen: set[tuple[str, str]] = set()
-            todo = list(self._roots())
+            roots = self._roots()
+            todo = list(roots)
             while todo:
                 mod, qn = item = todo.pop()
                 if item in seen or self._disabled(mod, qn) or not self.traversable(mod):
@@ -356,6 +359,7 @@ class ProjectIndex:
                             if c is not None and c not in seen:
                                 todo.append(c)
             self._compiled = seen
+            self._entries = roots & seen
         return self._compiled
 
     # -- guards --------------------------------------------------------------------
@@ -390,12 +394,15 @@ class ProjectIndex:
                 self._by_module.setdefault(m, set()).add(qn)
             for m, qn in self._wrapped:
                 self._wrapped_by_module.setdefault(m, set()).add(qn)
+            for m, qn in self._entries:
+                self._entries_by_module.setdefault(m, set()).add(qn)
         s = self.module(mod)  # read on demand: the same facts whichever modules were read up front
         if s is None:
             return FileFacts()
         classes = frozenset(c for c in s["classes"] if self.is_module_class(mod, c))
         compiled = frozenset(self._by_module.get(mod, ()))
         wrapped = frozenset(self._wrapped_by_module.get(mod, ()))
+        entries = frozenset(self._entries_by_module.get(mod, ()))
         guards = set()
         if compiled or classes or wrapped:
             calls = {c for qn in compiled | wrapped for c in s["defs"][qn]["calls"]} if compiled or wrapped else \
@@ -410,7 +417,7 @@ class ProjectIndex:
                 if t is not None and t[0] == "def" and self.is_guard(t[1], t[2]):
                     guards.add(c)
         origins = frozenset(self._origins(mod, compiled | wrapped)) if s.get("gen") else frozenset()
-        return FileFacts(classes, compiled, frozenset(guards), wrapped, origins)
+        return FileFacts(classes, compiled, frozenset(guards), wrapped, origins, entries)
 
     # -- generated files ---------------------------------------------------------
     def _source_module(self, mod: str) -> str | None:

@@ -114,6 +114,7 @@ class CompiledScope:
         fastwalk.visit(module, idx)
         self.module_classes = self._module_classes()
         self.disabled = {f for f in idx.all_functions if self._decorated(f, DISABLE_FUNCS)}
+        self.entries: set[cst.FunctionDef] = set()  # set by _roots
         self.roots = self._roots()
         self.compiled = self._closure(self.roots)
 
@@ -209,19 +210,23 @@ class CompiledScope:
         idx = self.index
         roots: set[cst.FunctionDef] = set()
         explicit = set(self._compile_targets(idx.module_calls, None))  # passed to torch.compile(...)
+        entries: set[cst.FunctionDef] = set()  # of the roots, the frames Dynamo enters
         for f in idx.all_functions:
             cls = idx.class_of.get(f)
             if self.ext.compiled and self.qualname(f) in self.ext.compiled:
-                roots.add(f)
+                roots.add(f)  # called compiled from another file: traced inline, unless an entry there
+                if self.qualname(f) in self.ext.entries:
+                    entries.add(f)
             if cls is not None and f.name.value == "forward" and cls.name.value in self.module_classes:
-                roots.add(f)
+                entries.add(f)
             if self._decorated(f, COMPILE_FUNCS):
-                roots.add(f)
+                entries.add(f)
             if self.ext.wrapped and is_wrapper(f) and self._top_def(f).name.value in self.ext.wrapped:
                 roots.add(f)  # the wrapper of a decorator that another file applies to compiled code
             explicit.update(self._compile_targets(idx.calls.get(f, []), cls))
         self.explicit_targets = explicit
-        return (roots | explicit) - self.disabled
+        self.entries = (entries | explicit) - self.disabled
+        return (roots | entries | explicit) - self.disabled
 
     @functools.cached_property
     def _children(self) -> dict[cst.FunctionDef, list[cst.FunctionDef]]:

@@ -11,7 +11,8 @@ class YieldInCompiledFunctionRule(base.GraphMendRule):
     ## What it does
     Finds `yield` / `yield from` directly in a function that is compiled itself: a `forward` of an
     `nn.Module`, a function decorated with or passed to `torch.compile`. Generators that such a
-    function defines or calls (and generator expressions) are not reported.
+    function defines or calls, in its file or another (a `@contextmanager` used in a `with`
+    included), and generator expressions are not reported.
 
     ## Why it breaks the graph
     Dynamo does not compile a generator frame. Measured on torch 2.13: the whole function runs in
@@ -77,7 +78,7 @@ class YieldInCompiledFunctionRule(base.GraphMendRule):
     def visit_Yield(self, node: cst.Yield) -> None:
         assert self.facts is not None
         func = self.function_of(node)
-        if func is None or func not in self.facts.scope.roots:
+        if func is None or func not in self.facts.scope.entries:
             return
         if self.compiled_function(node) is None:
             return
