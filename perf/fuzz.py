@@ -157,6 +157,7 @@ def markdown(s: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--examples", type=int, default=10000)
+    p.add_argument("--start", type=int, default=0, help="first seed: run seeds START..EXAMPLES-1")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     p.add_argument("--explain-every", type=int, default=250, help="count graph breaks on every k-th program")
     p.add_argument("--log", type=Path, default=Path("/tmp/graphmend-fuzz/examples.jsonl"))
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             done[row["seed"]] = row
     elif args.log.exists():
         args.log.unlink()
-    todo = [] if args.report_only else [(s, s % args.explain_every == 0) for s in range(args.examples) if s not in done]
+    todo = [] if args.report_only else [(s, s % args.explain_every == 0) for s in range(args.start, args.examples) if s not in done]
     start = time.perf_counter()
     with args.log.open("a") as log, multiprocessing.get_context("fork").Pool(args.jobs, _init, (args.compiled,)) as pool:
         for i, row in enumerate(pool.imap_unordered(run_one, todo, chunksize=4), 1):
@@ -188,9 +189,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"seed {row['seed']}: {[k for k, _ in row['failures']]}", flush=True)
             if i % 100 == 0:
                 print(f"{i}/{len(todo)} in {time.perf_counter() - start:.0f} s", flush=True)
-    rows = [done[s] for s in sorted(done) if s < args.examples]
+    rows = [done[s] for s in sorted(done) if args.start <= s < args.examples]
     summary = summarize(rows, time.perf_counter() - start, args)
-    summary["requested"] = args.examples
+    summary["requested"] = args.examples - args.start
     summary["compiled"] = args.compiled
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
