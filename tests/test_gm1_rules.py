@@ -17,6 +17,9 @@ def test_gm1_rules_are_collected():
 
 
 HEAD = """
+import logging
+import warnings
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -177,6 +180,11 @@ def findings(body: str, code: str = "GM101"):
      "safe", "runs in eager only"),
     ("if h.amax() > 0:\n    print(h)\nreturn h\n", "safe", "`h.numel() > 0`"),
     ("if h.sum() > 0:\n    print(h)\nelse:\n    print(h)\nreturn h\n", "none", "GM2xx guards"),
+    # a logger method on an object not proven a logger (nemo's `from nemo.utils import logging`, any
+    # `self.x.warning(...)`) may do anything, and GM202 does not guard it: it is a side effect
+    ("if h.sum() > 0:\n    logging.warning('big')\nreturn h\n", "safe", "skipped under torch.compile"),
+    ("if h.sum() > 0:\n    self.monitor.warning('big')\nreturn h\n", "none", "side effects"),
+    ("if h.sum() > 0:\n    self.monitor.error('big')\n    h = h * 2\nreturn h\n", "none", "side effects"),
     # a print or warning in a branch is left out of the compiled form (GM2xx guards it the same way)
     ("if h.sum() > 0:\n    print('big')\n    h = h * 2\nreturn h\n", "safe", "`print(...)` runs in eager only"),
     ("if h.sum() > 0:\n    warnings.warn('big')\n    h = h * 2\nreturn h\n", "safe", "`warnings.warn(...)` runs"),

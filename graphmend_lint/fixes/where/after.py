@@ -100,9 +100,10 @@ class After(cst.CSTVisitor):
             m = f.attr.value
             if m == "format" and isinstance(f.value, (cst.SimpleString, cst.ConcatenatedString)):
                 return True, "formatted later (`str.format(...)`)"
-            # `.log` is also a tensor method: only on a known logger
-            if m in effects.LOGGER_METHODS and (m != "log" or self.func is not None and effects.LoggerFinder(
-                    self.rule).is_logger(f.value, self.func)):
+            # only on a known logger, as GM202 reports it: `x.info(...)` of any other object may do
+            # anything (and `.log` is also a tensor method)
+            if m in effects.LOGGER_METHODS and self.func is not None and effects.LoggerFinder(
+                    self.rule).is_logger(f.value, self.func):
                 return False, f"logged later (`{code(f)}(...)`)"
         return None
 
