@@ -204,7 +204,7 @@ class CompiledScope:
 
     def top_qualname(self, f: cst.FunctionDef) -> str | None:
         """The index's name of the top-level def or method that `f` is (or is nested in)."""
-        return self.qualname(self._top_def(f))
+        return self.qualname(self.top_def(f))
 
     def _roots(self) -> set[cst.FunctionDef]:
         idx = self.index
@@ -221,7 +221,7 @@ class CompiledScope:
                 entries.add(f)
             if self._decorated(f, COMPILE_FUNCS):
                 entries.add(f)
-            if self.ext.wrapped and is_wrapper(f) and self._top_def(f).name.value in self.ext.wrapped:
+            if self.ext.wrapped and is_wrapper(f) and self.top_def(f).name.value in self.ext.wrapped:
                 roots.add(f)  # the wrapper of a decorator that another file applies to compiled code
             explicit.update(self._compile_targets(idx.calls.get(f, []), cls))
         self.explicit_targets = explicit
@@ -244,7 +244,8 @@ class CompiledScope:
             out.append(f)
         return out
 
-    def _top_def(self, f: cst.FunctionDef) -> cst.FunctionDef:
+    def top_def(self, f: cst.FunctionDef) -> cst.FunctionDef:
+        """The module-level def or method that `f` is, or is nested in."""
         return (self._enclosing(f) or [f])[-1]
 
     def _wrappers(self, f: cst.FunctionDef) -> list[cst.FunctionDef]:

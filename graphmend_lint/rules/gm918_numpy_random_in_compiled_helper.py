@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+import libcst as cst
+from fixit import Invalid, Valid
+from libcst.metadata import PositionProvider
+
+from ..analysis import explain as X
+from ..fixes.fix import Fix, NoFix
+from . import base
+from .gm910_python_random_in_compiled_code import NP_NO_ARGS
+
+
+class NumpyRandomInCompiledHelperRule(base.GraphMendRule):
+    """
+    ## What it does
+    Finds helpers that compiled code calls (not a `forward` or other function where compilation
+    starts) which draw from NumPy's random generator (`np.random.rand(...)`, `np.random.choice(...)`,
+    `np.random.default_rng()`, ...) and turn values into Python ones (`.item()`, `.tolist()`, a
+    scalar draw): SpecAugment's `_compute_mask_indices` in transformers' wav2vec2 family is the
+    common case. It reports the helper once, at its name; the breaks are inside it.
+
+    ## Why it breaks the graph
+    Dynamo traces NumPy through `torch._numpy`, and by default (`use_numpy_random_stream = False`)
+    replays `np.random` with torch's generator. Measured on torch 2.13: a helper that draws
+    `np.random.rand(1).item()` and `np.random.choice(...)` and builds a mask from them breaks 3 times
+    under `torch.compile`, and its compiled result differs from eager (other numbers are drawn, and
+    torch's generator moves for later draws such as dropout). Where a draw is turned into a
+    Python value (`.item()`, `.tolist()`, `int()`, an `if`), the graph breaks.
+
+    ## Example
+    ```python
+    def mask_indices(n, p):
+        eps = np.random.rand(1).item()
+        return np.random.choice(np.arange(n), int(p * n + eps), replace=False)
+
+    class Encoder(nn.Module):
+        def forward(self, x):
+            if self.training:
+                x[:, mask_indices(x.shape[1], 0.1)] = 0
+            return x
+    ```
+
+    ## Fix
+    Run the helper in eager: `@torch.compiler.disable` on it. Dynamo then calls it as a Python
+    function: one break at the call instead of the breaks inside it, and NumPy's own generator
+    draws the same numbers as in eager.
+
+    ## Fix safety
+    Unsafe: eager behaviour does not change (the decorator only tells Dynamo not to trace the
+    helper, whose code is kept), but under compile the helper's draws then come from NumPy's
+    generator, as in eager, instead of torch's: the compiled masks change, and so do torch's later
+    draws (dropout), which no longer advance for the helper. The compiled results become the eager
+    ones, yet they differ from the compiled results before the fix. The decorator goes last, next
+    to `def`, so it wraps the function before any other decorator (`@staticmethod` included).
+
+    ## When no fix is offered
+    For a generator. A draw in a def nested in the helper counts for the helper (the decorator goes
+    on it). Draws in a `forward` itself are not reported here (disabling it would compile nothing):
+    GM910 reports its scalar draws.
+    """
+
+    CODE = "GM918"
+    NAME = "numpy-random-in-compiled-helper"
+    FIX = "unsafe"
+    MESSAGE = ("`{name}` draws from NumPy's random generator (`{call}()`, line {line}) in compiled code: Dynamo "
+               "draws with torch's generator instead, so compiled results differ from eager, and the graph breaks "
+               "where a draw becomes a Python value")
+    TITLE = ("unsafe fix: run `{name}` in eager (`@{decorator}`), one break at its call; under torch.compile "
+             "its draws then come from NumPy's generator, as in eager, not from torch's: the compiled results "
+             "(and torch's later draws, such as dropout) change")
+
+    VALID = [
+        Valid(
+            """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            def mask_indices(n):
+                return np.random.choice(np.arange(n), 2, replace=False)
+
+            @torch.compiler.disable
+            def disabled(n):
+                return np.random.rand(n)
+
+            class M(nn.Module):
+                def forward(self, x):
+                    return x * torch.rand(()) + torch.as_tensor(disabled(4))
+
+            idx = mask_indices(8)  # not compiled code
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            def mask_indices(n, p):
+                eps = np.random.rand(1).item()
+                return np.random.choice(np.arange(n), int(p * n + eps), replace=False)
+
+            class M(nn.Module):
+                def forward(self, x):
+                    return x[:, torch.as_tensor(mask_indices(x.shape[1], 0.5))]
+            """,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = X.qualified(self, node.func)
+        if q is None or not q.startswith("numpy.random.") or self.compiled_function(node) is None:
+            return
+        assert self.facts is not None
+        helper = self.facts.scope.top_def(self.function_of(node))  # type: ignore[arg-type]
+        seen = self.__dict__.setdefault("_seen", set())
+        if helper in seen:
+            return
+        seen.add(helper)
+        if helper in self.facts.scope.entries or not _python_uses(helper):
+            return  # a draw kept as an array does not break (GM910 reports the scalar draws of a forward)
+        name = helper.name.value
+        line = self.get_metadata(PositionProvider, node).start.line
+        message = self.MESSAGE.format(name=name, call=X.dotted(node.func) or q, line=line)
+        self.report_fix(helper, message, self._fix(helper), at=helper.name)
+
+    def _fix(self, helper: cst.FunctionDef) -> Fix | NoFix:
+        name = helper.name.value
+        if _yields(helper):
+            return NoFix(f"`{name}` is a generator")
+        spelled, needs_import = self.spell("torch.compiler.disable")
+        decorator = cst.Decorator(cst.parse_expression(spelled))
+        return Fix(helper.with_changes(decorators=[*helper.decorators, decorator]), base.Safety.UNSAFE,
+                   title=self.TITLE.format(name=name, decorator=spelled), needs_torch_import=needs_import)
+
+
+class _PythonUse(cst.CSTVisitor):
+    """`.item()` / `.tolist()`, or a NumPy scalar draw (GM910's): where a traced draw becomes a Python value."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Attribute) and not node.args:
+            draw = isinstance(f.value, cst.Attribute) and f.value.attr.value == "random" and f.attr.value in NP_NO_ARGS
+            self.found = self.found or f.attr.value in ("item", "tolist") or draw
+
+
+def _python_uses(func: cst.FunctionDef) -> bool:
+    v = _PythonUse()
+    func.body.visit(v)
+    return v.found
+
+
+class _Yield(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.found = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # a nested def's yield is its own
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _yields(func: cst.FunctionDef) -> bool:
+    v = _Yield()
+    func.body.visit(v)
+    return v.found
