@@ -61,6 +61,7 @@ def test_which_helpers_and_where_the_decorator_goes():
         def kept_array(n):
             return np.random.rand(n)  # stays an array (a traced tensor): no break, not reported
 
+        @functools.lru_cache(None)
         def outer(n):
             def inner():
                 return np.random.rand(1).item()
@@ -69,20 +70,21 @@ def test_which_helpers_and_where_the_decorator_goes():
         def steps(n):
             yield np.random.rand(n).tolist()
 
+        def mixed(x):
+            return torch.sigmoid(x) * np.random.rand()
+
         class M(nn.Module):
-            @staticmethod
-            def draw(n):
+            def draw(self, n):  # a method: GM910's, not GM918's
                 return np.random.rand(n).tolist()
 
             def forward(self, x):
                 eps = np.random.rand(1).item()  # in the forward itself: not GM918's
                 return x * outer(eps) + torch.as_tensor(self.draw(2)).sum() + torch.as_tensor(kept_array(2)).sum() \\
-                    + sum(torch.as_tensor(s).sum() for s in steps(2))
+                    + sum(torch.as_tensor(s).sum() for s in steps(2)) + mixed(x)
         """
     out, found = _gm918(src)
-    assert [(f.line, f.safety.value) for f in found] == [(9, "unsafe"), (14, "none"), (19, "unsafe")]
+    assert [(f.line, f.safety.value) for f in found] == [(10, "unsafe"), (15, "none"), (18, "none")]
     assert "`steps` is a generator" in found[1].message
+    assert "`mixed` calls torch (`torch.sigmoid`)" in found[2].message
     fixed, _ = _gm918(src, fix=True)
-    text = fixed.source.decode()
-    assert "@torch.compiler.disable\ndef outer(n):" in text
-    assert "    @staticmethod\n    @torch.compiler.disable\n    def draw(n):" in text
+    assert "@functools.lru_cache(None)\n@torch.compiler.disable\ndef outer(n):" in fixed.source.decode()

@@ -13,7 +13,7 @@ from .gm910_python_random_in_compiled_code import NP_NO_ARGS
 class NumpyRandomInCompiledHelperRule(base.GraphMendRule):
     """
     ## What it does
-    Finds helpers that compiled code calls (not a `forward` or other function where compilation
+    Finds module-level functions that compiled code calls (not a function where compilation
     starts) which draw from NumPy's random generator (`np.random.rand(...)`, `np.random.choice(...)`,
     `np.random.default_rng()`, ...) and turn values into Python ones (`.item()`, `.tolist()`, a
     scalar draw): SpecAugment's `_compute_mask_indices` in transformers' wav2vec2 family is the
@@ -51,12 +51,14 @@ class NumpyRandomInCompiledHelperRule(base.GraphMendRule):
     generator, as in eager, instead of torch's: the compiled masks change, and so do torch's later
     draws (dropout), which no longer advance for the helper. The compiled results become the eager
     ones, yet they differ from the compiled results before the fix. The decorator goes last, next
-    to `def`, so it wraps the function before any other decorator (`@staticmethod` included).
+    to `def`, so it wraps the function before any other decorator.
 
     ## When no fix is offered
-    For a generator. A draw in a def nested in the helper counts for the helper (the decorator goes
-    on it). Draws in a `forward` itself are not reported here (disabling it would compile nothing):
-    GM910 reports its scalar draws.
+    For a generator, and for a function that also calls torch (its tensor work would run in eager
+    too). A draw in a def nested in the function counts for it (the decorator goes on it). Draws in
+    methods are not reported here: a method such as fairseq's `extract_features` holds the model's
+    own layers (LayerDrop draws `np.random.random()` there), which must stay compiled; GM910 reports
+    their scalar draws.
     """
 
     CODE = "GM918"
@@ -119,8 +121,9 @@ class NumpyRandomInCompiledHelperRule(base.GraphMendRule):
         if helper in seen:
             return
         seen.add(helper)
-        if helper in self.facts.scope.entries or not _python_uses(helper):
-            return  # a draw kept as an array does not break (GM910 reports the scalar draws of a forward)
+        if helper in self.facts.scope.entries or self.facts.scope.index.functions.get(helper.name.value) is not helper \
+                or not _python_uses(helper):
+            return  # methods hold a model's own work (GM910 reports their scalar draws); arrays alone do not break
         name = helper.name.value
         line = self.get_metadata(PositionProvider, node).start.line
         message = self.MESSAGE.format(name=name, call=X.dotted(node.func) or q, line=line)
@@ -130,6 +133,10 @@ class NumpyRandomInCompiledHelperRule(base.GraphMendRule):
         name = helper.name.value
         if _yields(helper):
             return NoFix(f"`{name}` is a generator")
+        torch_call = next((q for c in _calls(helper) if (q := X.qualified(self, c.func) or "").startswith("torch.")), None)
+        if torch_call is not None:
+            return NoFix(f"`{name}` calls torch (`{torch_call}`), whose work would then run in eager too; "
+                         "move the NumPy draws into a function of their own")
         spelled, needs_import = self.spell("torch.compiler.disable")
         decorator = cst.Decorator(cst.parse_expression(spelled))
         return Fix(helper.with_changes(decorators=[*helper.decorators, decorator]), base.Safety.UNSAFE,
@@ -153,6 +160,20 @@ def _python_uses(func: cst.FunctionDef) -> bool:
     v = _PythonUse()
     func.body.visit(v)
     return v.found
+
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.calls: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+
+def _calls(func: cst.FunctionDef) -> list[cst.Call]:
+    v = _Calls()
+    func.body.visit(v)
+    return v.calls
 
 
 class _Yield(cst.CSTVisitor):
