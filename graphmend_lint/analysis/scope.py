@@ -114,8 +114,7 @@ class CompiledScope:
         fastwalk.visit(module, idx)
         self.module_classes = self._module_classes()
         self.disabled = {f for f in idx.all_functions if self._decorated(f, DISABLE_FUNCS)}
-        self.entries: set[cst.FunctionDef] = set()  # set by _roots
-        self.roots = self._roots()
+        self.roots, self.entries = self._roots()  # entries: the roots that are frames Dynamo enters
         self.compiled = self._closure(self.roots)
 
     # -- classes -------------------------------------------------------------
@@ -206,7 +205,8 @@ class CompiledScope:
         """The index's name of the top-level def or method that `f` is (or is nested in)."""
         return self.qualname(self.top_def(f))
 
-    def _roots(self) -> set[cst.FunctionDef]:
+    def _roots(self) -> tuple[set[cst.FunctionDef], set[cst.FunctionDef]]:
+        """(the defs compiled code starts from, and of those the frames Dynamo enters itself)."""
         idx = self.index
         roots: set[cst.FunctionDef] = set()
         explicit = set(self._compile_targets(idx.module_calls, None))  # passed to torch.compile(...)
@@ -225,8 +225,7 @@ class CompiledScope:
                 roots.add(f)  # the wrapper of a decorator that another file applies to compiled code
             explicit.update(self._compile_targets(idx.calls.get(f, []), cls))
         self.explicit_targets = explicit
-        self.entries = (entries | explicit) - self.disabled
-        return (roots | entries | explicit) - self.disabled
+        return (roots | entries | explicit) - self.disabled, (entries | explicit) - self.disabled
 
     @functools.cached_property
     def _children(self) -> dict[cst.FunctionDef, list[cst.FunctionDef]]:
