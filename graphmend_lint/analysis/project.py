@@ -71,6 +71,14 @@ def parse_summary(source: bytes) -> dict | None:
         return None
 
 
+def _by_module(defs: set[tuple[str, str]]) -> dict[str, set[str]]:
+    """(module, qn) pairs grouped: module -> its qns."""
+    out: dict[str, set[str]] = {}
+    for m, qn in defs:
+        out.setdefault(m, set()).add(qn)
+    return out
+
+
 def _matches(name: str, patterns: tuple[str, ...]) -> bool:
     return any(name == p or fnmatch.fnmatchcase(name, p) for p in patterns)
 
@@ -389,13 +397,9 @@ class ProjectIndex:
     # -- per file ----------------------------------------------------------------
     def file_facts(self, mod: str) -> FileFacts:
         if self._by_module is None:
-            self._by_module = {}
-            for m, qn in self.compiled():  # reads the modules it reaches
-                self._by_module.setdefault(m, set()).add(qn)
-            for m, qn in self._wrapped:
-                self._wrapped_by_module.setdefault(m, set()).add(qn)
-            for m, qn in self._entries:
-                self._entries_by_module.setdefault(m, set()).add(qn)
+            self._by_module = _by_module(self.compiled())  # reads the modules it reaches
+            self._wrapped_by_module = _by_module(self._wrapped)
+            self._entries_by_module = _by_module(self._entries)
         s = self.module(mod)  # read on demand: the same facts whichever modules were read up front
         if s is None:
             return FileFacts()

@@ -121,19 +121,21 @@ class NumpyRandomInCompiledHelperRule(base.GraphMendRule):
         if helper in seen:
             return
         seen.add(helper)
-        if helper in self.facts.scope.entries or self.facts.scope.index.functions.get(helper.name.value) is not helper \
-                or not _python_uses(helper):
-            return  # methods hold a model's own work (GM910 reports their scalar draws); arrays alone do not break
+        if helper in self.facts.scope.entries or self.facts.scope.index.functions.get(helper.name.value) is not helper:
+            return  # methods hold a model's own work (GM910 reports their scalar draws)
+        calls = base._calls(helper.body)
+        if not any(_python_use(c) for c in calls):
+            return  # draws kept as arrays do not break
         name = helper.name.value
         line = self.get_metadata(PositionProvider, node).start.line
         message = self.MESSAGE.format(name=name, call=X.dotted(node.func) or q, line=line)
-        self.report_fix(helper, message, self._fix(helper), at=helper.name)
+        self.report_fix(helper, message, self._fix(helper, calls), at=helper.name)
 
-    def _fix(self, helper: cst.FunctionDef) -> Fix | NoFix:
+    def _fix(self, helper: cst.FunctionDef, calls: list[cst.Call]) -> Fix | NoFix:
         name = helper.name.value
         if _yields(helper):
             return NoFix(f"`{name}` is a generator")
-        torch_call = next((q for c in _calls(helper) if (q := X.qualified(self, c.func) or "").startswith("torch.")), None)
+        torch_call = next((q for c in calls if (q := X.qualified(self, c.func) or "").startswith("torch.")), None)
         if torch_call is not None:
             return NoFix(f"`{name}` calls torch (`{torch_call}`), whose work would then run in eager too; "
                          "move the NumPy draws into a function of their own")
@@ -143,37 +145,13 @@ class NumpyRandomInCompiledHelperRule(base.GraphMendRule):
                    title=self.TITLE.format(name=name, decorator=spelled), needs_torch_import=needs_import)
 
 
-class _PythonUse(cst.CSTVisitor):
+def _python_use(call: cst.Call) -> bool:
     """`.item()` / `.tolist()`, or a NumPy scalar draw (GM910's): where a traced draw becomes a Python value."""
-
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        f = node.func
-        if isinstance(f, cst.Attribute) and not node.args:
-            draw = isinstance(f.value, cst.Attribute) and f.value.attr.value == "random" and f.attr.value in NP_NO_ARGS
-            self.found = self.found or f.attr.value in ("item", "tolist") or draw
-
-
-def _python_uses(func: cst.FunctionDef) -> bool:
-    v = _PythonUse()
-    func.body.visit(v)
-    return v.found
-
-
-class _Calls(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.calls: list[cst.Call] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append(node)
-
-
-def _calls(func: cst.FunctionDef) -> list[cst.Call]:
-    v = _Calls()
-    func.body.visit(v)
-    return v.calls
+    f = call.func
+    if not isinstance(f, cst.Attribute) or call.args:
+        return False
+    draw = isinstance(f.value, cst.Attribute) and f.value.attr.value == "random" and f.attr.value in NP_NO_ARGS
+    return f.attr.value in ("item", "tolist") or draw
 
 
 class _Yield(cst.CSTVisitor):
