@@ -559,3 +559,59 @@ def test_untaken_branch_gradient_stays_zero(value, grad_off):
     (f,) = findings(f"if h.sum() > 0:\n    y = {value}\nelse:\n    y = h - 1\nreturn y\n")
     assert f.safety.value == "safe", f.message
     assert ("not torch.is_grad_enabled()" in f.message) == grad_off, f.message
+
+
+PASS_THROUGH = """
+import torch
+from torch import nn
+
+
+class P(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(3, 3))
+
+    def project(self, Q, eps: float = 0.9):
+        norm = torch.linalg.norm(Q, ord="fro")
+        if torch.isfinite(norm) and norm > eps:
+            Q = Q * (eps / (norm + 1e-12))
+        return Q
+
+    def forward(self, x):
+        return x @ self.project(self.weight)
+"""
+
+
+def test_gradients_off_form_checks_what_the_if_hands_on():
+    """peft's psoft `_project_Q`: the compiled form that waits for gradients off gave a new tensor
+    where the `if` handed on `Q` itself; called under no_grad with a parameter, the result no longer
+    required grad and a later backward failed. It now also checks `not Q.requires_grad` while tracing."""
+    import torch
+
+    out = engine.check(PASS_THROUGH.encode(), Settings(), fix=True)
+    fixed = out.source.decode()
+    assert "not torch.is_grad_enabled()" in fixed and "not Q.requires_grad" in fixed, fixed
+    spaces = []
+    for src in (PASS_THROUGH, fixed):
+        ns: dict = {}
+        exec(compile(src, "<pass-through>", "exec"), ns)
+        spaces.append(ns)
+    for value in (0.01, 2.0):  # the branch not taken, taken
+        got = []
+        for ns, compiled in ((spaces[0], False), (spaces[1], True)):
+            torch._dynamo.reset()
+            project = ns["P"]().project
+            project = torch.compile(project, backend="aot_eager") if compiled else project
+            param = torch.nn.Parameter(torch.full((3, 3), value))
+            with torch.no_grad():
+                res = project(param)
+            if res.requires_grad:
+                res.sum().backward()
+            got.append((res.detach(), res.requires_grad, param.grad))
+        (a, ra, ga), (b, rb, gb) = got
+        assert torch.equal(a, b) and ra == rb, (value, ra, rb)
+        assert (ga is None) == (gb is None) and (ga is None or torch.equal(ga, gb))
+        torch._dynamo.reset()
+        with torch.no_grad():  # a tensor that needs no grad takes the torch.where form: no break
+            explained = torch._dynamo.explain(spaces[1]["P"]().project)(torch.full((3, 3), value))
+        assert explained.graph_break_count == 0

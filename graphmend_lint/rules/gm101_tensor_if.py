@@ -167,7 +167,10 @@ class TensorIfRule(base.GraphMendRule):
       `not torch.is_grad_enabled()`, a constant
       while tracing (Dynamo guards on the grad mode): under `no_grad` / `inference_mode` it runs in
       one graph, and with gradients on the original `if` runs as before, break included; the
-      message says so;
+      message says so. A branch value the `if` hands on as it is (`Q` in `Q = Q * s`) is also
+      checked with `not Q.requires_grad`: under no_grad `torch.where` returns a new tensor that
+      never requires grad, where the `if` handed on, say, a parameter passed in (peft's psoft
+      `_project_Q`); such a call keeps the `if`;
     - (compiled) under `no_grad`, a branch that passes a name on unchanged needs that name to be
       computed inside the `no_grad` region: `if` hands on the tensor with its autograd history,
       while `torch.where` there returns a new tensor that never requires grad;

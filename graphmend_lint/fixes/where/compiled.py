@@ -352,6 +352,16 @@ def build(prover: Prover, node: cst.If | cst.SimpleStatementLine, verdict: Verdi
         prover.imports = prover.imports or needs
         pre.append(f"not {grad_on}()")
         out.grad_only = grad_off
+        for name, side in prover.passed_on.items():  # under no_grad torch.where's result never requires grad
+            if names_in(side) & setup_names:
+                out.unchecked.append(f"`{name}` is handed on unchanged where its branch is taken; under no_grad "
+                                     "torch.where gives a new tensor that does not require grad")
+                continue
+            tensor = code(prover.torch("torch.Tensor"))
+            if prover.ff.value(side).is_tensor or f"isinstance({name}, {tensor})" in pre:
+                pre.append(f"not {name}.requires_grad")
+            else:
+                pre.append(f"not (isinstance({name}, {tensor}) and {name}.requires_grad)")
     out.checked = pre + out.checked
     if prefix is not None:
         stmts = [prefix.with_changes(body=cst.IndentedBlock(body=stmts), leading_lines=())]

@@ -74,7 +74,8 @@ def fix(rule, node: cst.If, func: cst.FunctionDef) -> Fix | None:
     if arm is None:
         return None
     name, module, kind = arm
-    checks = [code(p) for p in parts if p is not off[0]]
+    # the checks before gradients off; those after it (`not h.requires_grad`: compiled.build) hold for that form only
+    checks = [code(p) for p in parts[:next(i for i, p in enumerate(parts) if p is off[0])]]
     if kind == "Linear":
         checks.append(f"{module}.out_features == {module}.in_features")
     cond, needs = rule.spell("torch.cond")

@@ -143,6 +143,10 @@ class Prover(Totality, Chains):
             # torch.where returns a new tensor that never requires grad (tests/fuzz_regressions/GM101_2.py)
             v.missing.append("under no_grad torch.where detaches a value the `if` passes on unchanged, "
                              "so gradients taken outside the block would be lost")
+        if not self.grad_off:  # the compiled form may yet wait for gradients off: build() checks these then
+            for side in (a, b):
+                if isinstance(side, (cst.Name, cst.Attribute)):
+                    self.passed_on.setdefault(code(side), side)
         fresh = [self.no_history(side) for side in (a, b)]
         if fresh[0] != fresh[1] and not self.grad_off:
             why = (f"`{code(a if fresh[0] else b)}` has no autograd history: where its branch is taken the `if` "

@@ -70,6 +70,9 @@ class Values:
         # so the compile-only form can test it instead (SHAPES: compare the bound branch values)
         self.checks: dict[str, str] = {}
         self.float_names = self._float_guards()
+        # branch values that are names or attributes: the `if` hands on that tensor itself, where
+        # torch.where makes a new one, which under no_grad never requires grad (compiled.build)
+        self.passed_on: dict[str, cst.BaseExpression] = {}
 
     def _grad_off_region(self) -> cst.CSTNode | None:
         for _, up in context.ancestors(self.node, self.rule.parent):
