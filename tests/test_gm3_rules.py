@@ -281,3 +281,37 @@ def test_sizes_rebound_by_an_augmented_assignment_are_not_trusted():
         """
     )
     assert result.fixed == 0
+
+
+SKIPPED = """
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def forward(self, label, lengths, x, y, z):
+        {line}
+        return x * 2
+"""
+
+
+@pytest.mark.parametrize("line,code,fixed", [
+    # espnet2 cls `label_to_onehot`: with no labels, `label.min()` raises; Python never evaluates it there
+    ('assert lengths.min() == lengths.max() or label.min() == -1, "pad"', "GM302", False),
+    ('if (x > 0).all() and y.max() > 5:\n            raise ValueError("bad")', "GM301", False),
+    ('if (x > 0).all() and y.sum() > 0 and y.amin() < 0:\n            raise ValueError("bad")', "GM301", False),
+    ('torch._assert((x > 0).all() or y.amax() > 0, "c")', "GM303", False),
+    # operands that cannot raise stay fixed
+    ('assert (x > 0).all() or (z < 1).all(), f"bad {x.shape}"', "GM302", True),
+    ('if (x > 0).all() and (z < 2).any():\n            raise ValueError("bad")', "GM301", True),
+    # the first operand always runs, in both: it may raise
+    ('if y.max() > 5 and (x > 0).all():\n            raise ValueError("bad")', "GM301", True),
+])
+def test_and_or_operand_that_python_may_skip_must_not_raise(line, code, fixed):
+    """torch.logical_and/or evaluate every operand; `and`/`or` skip the later ones. A later operand
+    that raises (a reduction of an empty tensor) would make the compiled check raise where the
+    original ran on: no fix then."""
+    (f,) = [f for f in engine.check(SKIPPED.format(line=line).encode(), GM3).findings if f.code == code]
+    assert (f.replacement is not None) == fixed, f.message
+    if not fixed:
+        assert "which Python may skip" in f.message and "raises on an empty tensor" in f.message, f.message

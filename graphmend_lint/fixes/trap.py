@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import json
+from typing import Callable
 
 import libcst as cst
 
@@ -235,6 +236,8 @@ class Tensorize:
         self.allow_unproved = allow_unproved
         self.missing: list[str] = []
         self.number_attrs: frozenset[str] = frozenset()  # `self.x` proved a Python number (analysis.number_attrs)
+        # why evaluating an operand that `and`/`or` may skip could raise or have side effects (skipped_check)
+        self.skipped: Callable[[cst.BaseExpression], str | None] | None = None
 
     def name(self, qualified: str) -> str:
         spelled, needs = self.spell(qualified)
@@ -377,6 +380,13 @@ class Tensorize:
                 return False
         return True
 
+    def check_skipped(self, node: cst.BaseExpression) -> None:
+        """Refuse when `node`, which Python's `and`/`or` may skip, could raise where it is skipped
+        (`label.min()` of an empty tensor): torch.logical_and/or evaluate every operand."""
+        why = self.skipped(node) if self.skipped is not None else None
+        if why:
+            raise Refused(f"`and`/`or` would evaluate `{code(node)}`, which Python may skip: {why}")
+
     # -- rewriting -------------------------------------------------------------
     def truth(self, node: cst.BaseExpression) -> str:
         """A 0-d tensor expression whose truth is `bool(node)`."""
@@ -390,6 +400,7 @@ class Tensorize:
                 raise Refused("the condition mixes a trace-time test into a tensor test")
             if not (self.pure(node.left) and self.pure(node.right)):
                 raise Refused("`and`/`or` would evaluate a call that Python may skip")
+            self.check_skipped(node.right)
             func = "torch.logical_and" if isinstance(node.operator, cst.And) else "torch.logical_or"
             return f"{self.name(func)}({self.truth(node.left)}, {self.truth(node.right)})"
         if self.equal_args(node) is not None:
@@ -462,3 +473,20 @@ def module_defines(module: cst.Module, name: str) -> bool:
                         isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
                     return True
     return False
+
+
+def skipped_check(rule, node: cst.CSTNode, func: cst.FunctionDef) -> Callable[[cst.BaseExpression], str | None]:
+    """Tensorize.skipped for `node` in `func`: the totality walk of the where fixes (where/total.py),
+    which knows what raises on an empty tensor, a dim or a dtype; any missing proof refuses here."""
+    from .where.proof import Prover
+
+    provers: list = []
+
+    def why(e: cst.BaseExpression) -> str | None:
+        if not provers:
+            provers.append(Prover(rule, node, func))
+        v = provers[0].total(e)
+        reason = v.refuse or (v.missing[0] if v.missing else None)
+        return reason.replace(" when its branch is not taken", "") if reason else None
+
+    return why

@@ -239,6 +239,7 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
         assert self.facts is not None
         tz = trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell, allow_unproved=True)
         tz.number_attrs = self.facts.number_attrs(func)
+        tz.skipped = trap.skipped_check(self, node, func)
         if tz.kind(node.test) != "tensor":
             return
         try:
@@ -299,6 +300,8 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
         else:
             if not all(tz.pure(r) for r in rest):
                 raise Refused("`and`/`or` would evaluate a call that Python may skip")
+            for r in rest[1:]:
+                tz.check_skipped(r)
             bad = tz.truth(rest[0])
             for r in rest[1:]:
                 bad = f"{tz.name('torch.logical_and')}({bad}, {tz.truth(r)})"

@@ -163,6 +163,7 @@ class AssertTensorMessageRule(base.GraphMendRule):
             return
         assert self.facts is not None
         tz = trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell)
+        tz.skipped = trap.skipped_check(self, node, func)
         if tz.kind(node.test) != "tensor":
             return
         if trap.is_constant_message(node.msg) and self._dynamo_rewrites(node.test, tz):

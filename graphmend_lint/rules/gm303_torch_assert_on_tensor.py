@@ -162,6 +162,7 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
         if func is None:
             return
         tz = trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell)
+        tz.skipped = trap.skipped_check(self, node, func)
         cond = self._arg(node, 0, "condition" if q == "torch._assert" else "cond")
         if cond is None or tz.kind(cond) != "tensor" and (q == "torch._assert" or tz.kind(cond) == "static"):
             return  # the condition of _check_tensor_all is a tensor by contract

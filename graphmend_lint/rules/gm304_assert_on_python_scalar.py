@@ -136,6 +136,7 @@ class AssertOnPythonScalarRule(base.GraphMendRule):
         if func is None or self._own_fallback(node):
             return
         tz = trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell)
+        tz.skipped = trap.skipped_check(self, node, func)
         convs = []
 
         class V(cst.CSTVisitor):
