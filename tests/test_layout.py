@@ -51,6 +51,8 @@ STATEMENTS = [
     'raise ValueError("the hidden states of the encoder layer contain nan or inf values, which is not allowed")',
     'assert (attention_mask.sum(dim=-1) > 0).all(), "every sequence in the batch needs at least one token here"',
     'assert (attention_mask.sum(dim=-1) > 0).all(), f"every sequence needs a token, got {attention_mask.shape}"',
+    # a test too long for `assert <test>, (`: ruff splits the test's brackets, the message after `)`
+    'assert torch.logical_or(label_lengths.min() == label_lengths.max(), label.min() == -1), "Pad value should be -1"',
     'return torch.where(torch.isfinite(hidden_states), hidden_states, torch.zeros_like(hidden_states)) * scale',
     'output = self.output_projection(torch.nn.functional.gelu(self.intermediate_dense(hidden_states)), bias=b)',
     'if torch.compiler.is_compiling() and hidden_states.shape == residual.shape and hidden_states.dtype == dt:',

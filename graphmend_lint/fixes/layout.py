@@ -314,8 +314,9 @@ def _statement_lines(w: Wrapper, stmt: cst.BaseSmallStatement, indent: str) -> l
         return w.fmt(stmt.exc, "raise ", "", indent)
     if isinstance(stmt, cst.Assert) and stmt.msg is not None:
         head = f"assert {_flat(stmt.test)}, "
-        if not w.fits(indent + head + "("):
-            return None
+        if not w.fits(indent + head + "("):  # ruff splits the test: `assert f(\n    ...\n), "msg"`
+            lines = w.fmt(stmt.test, "assert ", ", " + _flat(stmt.msg), indent)
+            return lines if len(lines) > 1 and all(w.fits(line) for line in lines) else None
         if w.fits(indent + head + _flat(stmt.msg)) or next(_candidates(stmt.msg), None) is not None:
             return w.fmt(stmt.msg, head, "", indent)
         return [indent + head + "(", *w._inner(strip_parens(stmt.msg), "", "", indent + w.unit), indent + ")"]
