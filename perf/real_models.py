@@ -8,6 +8,7 @@ fixed copy, each in its own process, and compare.
     python perf/real_models.py --suite diffusers --tp /work/tp/diffusers --fixed /tmp/df-fixed
     python perf/real_models.py --tp /work/tp/t518 --out perf/results/real_models_t518 -j 1   # another transformers
     python perf/real_models.py --report                          # report.md again from the JSON files
+    python perf/real_models.py --unsafe --fixed /tmp/tf-unsafe --out perf/results/real_models_unsafe   # with --unsafe-fixes
 
 Per model and mode (eval: forward under no_grad; train: forward + backward of the sum of the floating
 outputs, dropout on, the same seed for every run):
@@ -777,10 +778,12 @@ def ensure_fixed(a, src: Path, dest: Path) -> dict:
     cmd = [PY, "-m", "graphmend_lint", "check", "--fix", "--no-cache", "--exit-zero", "--statistics", str(pkgdir)]
     if a.jobs:
         cmd += ["-j", str(a.jobs)]
+    if a.unsafe:
+        cmd += ["--unsafe-fixes"]
     t = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=str(dest), env={**os.environ, "PYTHONPATH": str(REPO)})
     info = {"command": "python -m graphmend_lint check --fix --no-cache --exit-zero --statistics " + str(pkgdir)
-            + (f" -j {a.jobs}" if a.jobs else ""),
+            + (f" -j {a.jobs}" if a.jobs else "") + (" --unsafe-fixes" if a.unsafe else ""),
             "rc": p.returncode, "seconds": round(time.time() - t, 1), "stdout_tail": p.stdout[-4000:],
             "stderr_tail": p.stderr[-2000:]}
     info.update(changed_files(src, pkgdir))
@@ -843,6 +846,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--out", help="results folder (default perf/results/real_models; needed by --tp on transformers)")
     ap.add_argument("--jobs", "-j", type=int, help="worker processes of the fix (the CLI's -j; default: its own)")
+    ap.add_argument("--unsafe", action="store_true", help="fix with --unsafe-fixes too (the opt-in figure)")
     ap.add_argument("--report", action="store_true", help="only rebuild report.md from the JSON files")
     ap.add_argument("--no-import-check", action="store_true")
     ap.add_argument("--recompare", help="recompute the comparisons from the children's tensors kept in this folder")
