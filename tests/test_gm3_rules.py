@@ -304,6 +304,10 @@ class M(nn.Module):
     # operands that cannot raise stay fixed
     ('assert (x > 0).all() or (z < 1).all(), f"bad {x.shape}"', "GM302", True),
     ('if (x > 0).all() and (z < 2).any():\n            raise ValueError("bad")', "GM301", True),
+    # ... nor a reduction of a tensor that one in the first operand took whole (vits: empty raised there)
+    ('if torch.min(x) < 0 or torch.max(x) > 1:\n            raise ValueError("range")', "GM301", True),
+    ('if x.min() < 0 or y.max() > 1:\n            raise ValueError("range")', "GM301", False),
+    ('if x.min(dim=0).values.sum() < 0 or x.max() > 1:\n            raise ValueError("range")', "GM301", False),
     # the first operand always runs, in both: it may raise
     ('if y.max() > 5 and (x > 0).all():\n            raise ValueError("bad")', "GM301", True),
 ])

@@ -123,16 +123,29 @@ class Totality(Checks):
 
     def evaluated_first(self) -> set[str]:
         """Calls in the part of the test that always runs (before any `and`/`or`), as source."""
+        return {code(n) for n in self._first_calls()}
+
+    def emptiness_tested(self) -> set[str]:
+        """Tensors (as source) that a reduction raising on an empty tensor, without a dim, took in the
+        part of the test that always runs (`torch.min(x)`): had `x` been empty, that had raised."""
+        out = set()
+        for n in self._first_calls():
+            op, recv, rest = self.op_name(n)
+            if op in T.RAISES_ON_EMPTY and recv is not None and not rest:
+                out.add(code(recv))
+        return out
+
+    def _first_calls(self) -> list[cst.Call]:
         test = getattr(self.node, "test", None)
         if test is None or getattr(self, "test_skipped", False):  # quiet.py: the fix skips the test itself
-            return set()
+            return []
         while isinstance(test, cst.BooleanOperation):
             test = test.left
-        found: set[str] = set()
+        found: list[cst.Call] = []
 
         class V(cst.CSTVisitor):
             def visit_Call(self, n: cst.Call) -> None:
-                found.add(code(n))
+                found.append(n)
 
         fastwalk.visit(test, V())
         return found
@@ -159,6 +172,8 @@ class Totality(Checks):
         if op in T.REDUCTIONS:
             if op in T.RAISES_ON_EMPTY and code(call) in self.evaluated_first():
                 return None  # the test already ran it: had it raised, the branch would not be chosen
+            if op in T.RAISES_ON_EMPTY and not rest and code(recv) in self.emptiness_tested():
+                return None  # `torch.max(x)` after the test's `torch.min(x)`: x is not empty here
             if op in T.RAISES_ON_EMPTY:
                 return f"`{name}` raises on an empty tensor when its branch is not taken"
             if op in T.WARNS_ON_EMPTY:
