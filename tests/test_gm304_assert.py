@@ -36,3 +36,31 @@ def test_failing_check_still_fails():
     with pytest.raises(RuntimeError):
         torch.compile(fixed, backend="aot_eager")(x, too_long)
     torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("dtype,slen,lengths", [
+    (torch.int8, 200, [100, 120]),  # compared as int8, 200 would be -56: the check would fail
+    (torch.uint8, 300, [100, 250]),
+    (torch.int16, 40000, [100, 300]),
+    (torch.int8, 100, [100, 120]),  # too long: fails in both
+])
+def test_narrow_integer_lengths_compare_as_python_ints(dtype, slen, lengths):
+    """An audit of xlm's fix: `lengths.max().item() <= slen` compares Python ints; the compiled
+    `lengths.max() <= slen` turned `slen` into the tensor's dtype (int8: 200 -> -56) and failed where
+    eager passed. The compiled form compares `lengths.max().long()`."""
+    case = FIXTURES / "GM304" / "invalid_lengths_item.py"
+    fixed, _ = _make(case.with_name(case.stem + ".fixed.py"), "fn")
+    get_masks = type(fixed).forward.__globals__["get_masks"]
+    t = torch.tensor(lengths, dtype=dtype)
+    try:
+        want = get_masks(slen, t)
+    except AssertionError:
+        want = None
+    torch._dynamo.reset()
+    compiled = torch.compile(get_masks, backend="aot_eager")
+    if want is None:
+        with pytest.raises(RuntimeError):
+            compiled(slen, t)
+    else:
+        assert torch.equal(compiled(slen, t), want)
+    torch._dynamo.reset()

@@ -9,12 +9,15 @@
 The compiled comparison gives what Python's gives (`t` is proved 0-d: `.item()` raises on more
 elements, `_assert_async` under Inductor checks each one):
   - `t.item()` / `bool(t)` of an integer or bool tensor compared with an int (a literal or a size)
-    compares the same integers; of a floating tensor, `t.double()` is the exact value `.item()`
+    compares the same integers as `t.long()` (an int8/uint8/int16/int32 tensor compared as it is
+    would turn the int into its own dtype first: `int8 <= 200` wraps 200 to -56; xlm's
+    `lengths.max().item() <= slen` with int8 lengths, found by an audit; uint64 values past 2**63
+    are the one case `.long()` does not keep); of a floating tensor, `t.double()` is the exact value `.item()`
     returns (a float64), compared with a Python number as Python compares it (numbers up to 2**53,
     which every size is);
   - `float(t)` is `t.double()`; `int(t)` of a floating tensor is `t.double().trunc()` (truncation
     toward zero, as `int()`), of an integer one `t`;
-  - a dtype not proved is decided while tracing: `(t.double() if t.is_floating_point() else t)`
+  - a dtype not proved is decided while tracing: `(t.double() if t.is_floating_point() else t.long())`
     (a Python constant there); then the other side must be a proved int: an integer tensor
     compared with a Python float would be compared in float32.
 """
@@ -99,10 +102,10 @@ def tensor_side(tz: trap.Tensorize, kind: str, t: cst.BaseExpression, other: cst
                           "would be compared in float32)")
         checks.append(f"isinstance({name}, int)")
     if dtype in ("int", "bool"):
-        return a
+        return f"{a}.long()"
     if dtype == "float":
         return floating
-    return f"({floating} if {a}.is_floating_point() else {a})"
+    return f"({floating} if {a}.is_floating_point() else {a}.long())"
 
 
 def compiled_test(tz: trap.Tensorize, test: cst.BaseExpression) -> tuple[str, list[str]]:

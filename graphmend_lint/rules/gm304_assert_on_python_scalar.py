@@ -39,11 +39,11 @@ class AssertOnPythonScalarRule(base.GraphMendRule):
     if not torch.compiler.is_compiling():
         assert lengths.max().item() <= slen
     else:
-        torch._assert_async((lengths.max().double() if lengths.max().is_floating_point() else lengths.max()) <= slen, "")
+        torch._assert_async((lengths.max().double() if lengths.max().is_floating_point() else lengths.max().long()) <= slen, "")
     ```
-    The compiled comparison is the one Python makes: an integer tensor is compared as it is with an
-    int (a literal or a size), a floating one as `t.double()` (the exact float64 `.item()`
-    returns); `int(t)` of a floating tensor is `t.double().trunc()`; a dtype the source does not
+    The compiled comparison is the one Python makes: an integer tensor is compared as `t.long()`
+    with an int (a literal or a size; compared as it is, an int8 tensor would turn 200 into -56), a
+    floating one as `t.double()` (the exact float64 `.item()` returns); `int(t)` of a floating tensor is `t.double().trunc()`; a dtype the source does not
     prove is decided while tracing (`t.is_floating_point()`, a Python constant there). When the
     other side is not provably an int, the compiled path checks `isinstance(slen, int)` while
     tracing and runs the original assert otherwise (the break stays). A constant message is kept;
@@ -114,7 +114,7 @@ class AssertOnPythonScalarRule(base.GraphMendRule):
                     if not torch.compiler.is_compiling():
                         assert lengths.max().item() <= slen
                     else:
-                        torch._assert_async(lengths.max() <= slen, "")
+                        torch._assert_async(lengths.max().long() <= slen, "")
                     return x
             """,
         ),
