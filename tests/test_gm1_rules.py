@@ -615,3 +615,44 @@ def test_gradients_off_form_checks_what_the_if_hands_on():
         with torch.no_grad():  # a tensor that needs no grad takes the torch.where form: no break
             explained = torch._dynamo.explain(spaces[1]["P"]().project)(torch.full((3, 3), value))
         assert explained.graph_break_count == 0
+
+
+MASKED_INPUT = """
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def forward(self, y, m):
+        if m.any():
+            y.masked_fill_(m, 0.0)
+        return y * 2
+"""
+
+
+def test_masked_update_of_an_expanded_input_keeps_the_if():
+    """An audit of the no-op guard form: run alone under compile, `y.masked_fill_(m, 0.0)` on an
+    `expand`ed input raised (its elements share memory) where the `if` selected nothing and never
+    ran it. The form now also checks `y.is_contiguous()` while tracing: an expanded `y` keeps the `if`."""
+    import torch
+
+    fixed = engine.check(MASKED_INPUT.encode(), Settings(), fix=True).source.decode()
+    assert "y.is_contiguous()" in fixed, fixed
+    ns: dict = {}
+    exec(compile(fixed, "<masked-input>", "exec"), ns)
+    model = ns["M"]()
+    none = torch.zeros(3, 4, dtype=torch.bool)
+    for y, breaks in ((torch.randn(1, 4).expand(3, 4), 1), (torch.randn(3, 4), 0)):
+        want = MODEL_RUN(y, none)
+        torch._dynamo.reset()
+        got = torch.compile(model, backend="aot_eager")(y, none)
+        assert torch.equal(got, want)
+        torch._dynamo.reset()
+        assert torch._dynamo.explain(model)(y, none).graph_break_count == breaks
+    torch._dynamo.reset()
+
+
+def MODEL_RUN(y, m):  # the original's eager forward
+    if m.any():
+        y.masked_fill_(m, 0.0)
+    return y * 2

@@ -22,7 +22,10 @@ Y.shape[:Q.dim()]`, `masked_fill_` a broadcast that keeps `Y`'s shape), the valu
 overflow). `v` is a number literal or `float("-inf")`-like; `Y` a name or a view of one with basic
 indexing (`logits[1:]`, its index checked like `Q`'s). `not Y.requires_grad` (a constant while tracing): an in-place
 update of a tensor that autograd tracks would change its `grad_fn` (and raise on a leaf), even
-when it selects nothing. Measured on torch 2.13 (graph_breaks log): visual_bert's guard is 1
+when it selects nothing. `Z.is_contiguous()` (`Z`: `Y` or the tensor `Y` views): an update of
+a tensor whose elements share memory (an `expand`ed input) raises under compile even when it
+selects nothing ("more than one element of the written-to tensor refers to a single memory
+location", found by an audit), where the `if` never ran it. Measured on torch 2.13 (graph_breaks log): visual_bert's guard is 1
 break, the update alone 0; the same for rag's two fills and wav2vec2's `logits[1:][neg_is_pos]`.
 """
 from __future__ import annotations
@@ -186,6 +189,10 @@ def _checks(prover: Prover, x: str, bool_mask: bool, mask: cst.BaseExpression, u
     if fill and math.isfinite(value) and abs(value) > 65504:
         out.append(f"{y}.dtype != {code(prover.torch('torch.float16'))}")  # masked_fill_ raises on overflow
     out.append(f"not {y}.requires_grad")
+    # an update of a tensor whose elements share memory (an `expand`ed input) raises even when it
+    # selects nothing; a contiguous tensor, and a basic-indexing view of one, has none that do
+    base = code(target.value) if isinstance(target, cst.Subscript) else y
+    out.append(f"{base}.is_contiguous()")
     return out
 
 
