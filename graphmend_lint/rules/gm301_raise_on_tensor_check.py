@@ -104,7 +104,9 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
     condition is not provably a single value (a 0-d tensor: `_assert_async` would check every
     element, where `if` raises "Boolean value of Tensor with more than one value is
     ambiguous") and is not a 0-d tensor compared with a plain name or attribute; a trace-time test follows a tensor test; `torch.equal` appears other than as
-    `not torch.equal(a, b)`; or `and`/`or` would evaluate a call Python may skip.
+    `not torch.equal(a, b)`; or `and`/`or` would evaluate a call Python may skip, or an operand
+    Python may skip could raise there (`a or y.max() > 5`: `torch.logical_or` evaluates both, and
+    `y.max()` raises on an empty `y`; fine when the first operand already reduced `y` whole).
     """
 
     CODE = "GM301"

@@ -72,7 +72,8 @@ class AssertTensorMessageRule(base.GraphMendRule):
     handlers would see `RuntimeError` under compile); the message is neither a string
     literal nor an f-string; the test is not provably a single value (a 0-d tensor); it mixes
     a trace-time test after a tensor test; it uses `torch.equal`; or `and`/`or` would
-    evaluate a call Python may skip.
+    evaluate a call Python may skip, or an operand Python may skip could raise there (espnet's
+    `lengths.min() == lengths.max() or label.min() == -1`: `label.min()` of no labels).
     """
 
     CODE = "GM302"
