@@ -196,12 +196,13 @@ def _compiled_problem(source: str, fixed: str, harness: str, inputs: list) -> st
 def _torch_differs(source: str, harness: str, i: int, args, what: str, fixed_value) -> bool:
     """The ORIGINAL program compiled gives what the fixed one gave: the difference from eager is
     torch.compile's own, not the fix's (seed 515: a view made under no_grad keeps its autograd
-    history under aot_eager, not in eager)."""
-    if what not in ("output", "gradients"):
+    history under aot_eager, not in eager; seed 3688: an `assert` on a tensor inside `try: ... except
+    AssertionError`, which Dynamo turns into a RuntimeError the handler does not catch)."""
+    if what not in ("output", "gradients", "exception"):
         return False
     _, orig_fn, _ = _build(source, harness, "orig-compiled")
     c = _observe_compiled(torch.compile(orig_fn, backend="aot_eager"), args, i)
-    return _close(c.output if what == "output" else c.grads, fixed_value)
+    return _close({"output": c.output, "gradients": c.grads, "exception": c.error}[what], fixed_value)
 
 
 def _observe_compiled(compiled, args, i: int):

@@ -197,3 +197,13 @@ def test_fix_keeps_the_file_layout(tmp_path_factory, program, layout):
         assert path.read_bytes() == LAYOUTS[layout](expected.replace("'\xe9tape'".encode(), b"'step'"))
     else:
         assert path.read_bytes() == LAYOUTS[layout](expected)
+
+
+@pytest.mark.slow
+def test_compiled_oracle_allows_torch_compiles_own_exceptions():
+    """Seed 3688: an `assert` on a tensor inside `try: ... except AssertionError` (left as it is: no
+    fix in a `try`) raises RuntimeError under torch.compile in the original too; the compiled oracle
+    blames a fix only for what the compiled original does not do."""
+    program = fuzzgen.generate(fuzzgen.RandomChooser(3688))
+    out = fuzzcheck.check_program(program.source, program.harness, compiled=True)
+    assert out.safe_fixes and not out.failures, _report(program, out)
