@@ -195,7 +195,7 @@ def findings(body: str, code: str = "GM101"):
     # none of a basic-indexed view of it is; the update alone runs under compile, checked while tracing
     ("if mask.any():\n    x[mask[:, None]] = 0\nreturn h\n", "safe", "mask.dtype == torch.bool and mask[:, None].dim() <= x.dim()"),
     ("if mask.sum() > 0:\n    x.masked_fill_(mask[..., None], -2.5)\nreturn h\n", "safe", "x.is_floating_point() and not x.requires_grad"),
-    ("if (x == 0).any():\n    x[x == 0] = 1\nreturn h\n", "safe", "checked while tracing (`isinstance(x, torch.Tensor) and not x.requires_grad`)"),
+    ("if (x == 0).any():\n    x[x == 0] = 1\nreturn h\n", "safe", "checked while tracing (`isinstance(x, torch.Tensor) and not x.requires_grad and x.is_contiguous()`)"),
     ("if (x == 0).any():\n    x[(x == 0)[0]] = 1\nreturn h\n", "none", "side effects"),  # only a name's mask is indexed
     ("if mask.any():\n    x[mask[idx]] = 0\nreturn h\n", "none", "side effects"),  # advanced indexing
     ("if mask.any():\n    x[mask[:, None]] = 1e40\nreturn h\n", "none", "side effects"),  # no dtype holds it
