@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The CUDA pass as run on a lent GPU machine (the device tool), from the repository root:
+#   bash perf/cuda_device.sh            # results: $OUT/cuda.tgz (perf/results/... once unpacked), logs beside it
+# The machine has its own torch and a newer transformers; the suite's transformers 4.44.2 and the linter's
+# own packages (libcst, fixit, ...) travel as wheels in .whl/ (perf/README.md says how they were fetched).
+set -u
+OUT=${OUT:-/tmp/cuda_out}
+BUDGET=${BUDGET:-480}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || { echo "cuda_device: wheel install failed"; exit 3; }
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONUNBUFFERED=1
+nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+python3 -c "import sys, torch, transformers, libcst, fixit; print(sys.version.split()[0], torch.__version__,
+torch.cuda.get_device_name(0), transformers.__version__, transformers.__file__, libcst.__version__)" 2>&1 | tee "$OUT/env.txt"
+timeout $((BUDGET + 60)) python3 perf/cuda_pass.py --budget "$BUDGET" --out /tmp/cuda 2>&1 | tee "$OUT/pass.log"
+rc=${PIPESTATUS[0]}
+tar czf "$OUT/cuda.tgz" -C /tmp cuda
+find /tmp -maxdepth 3 -path '/tmp/gm_perf_*' -name stderr.txt -print0 2>/dev/null | tar czf "$OUT/workers.tgz" --null -T - 2>/dev/null
+echo "cuda_device: cuda_pass rc=$rc"
+exit "$rc"
