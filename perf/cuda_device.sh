@@ -14,8 +14,9 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONUNBUFFERED=1
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
-python3 -c "import sys, torch, transformers, libcst, fixit; print(sys.version.split()[0], torch.__version__,
-torch.cuda.get_device_name(0), transformers.__version__, transformers.__file__, libcst.__version__)" 2>&1 | tee "$OUT/env.txt"
+python3 -c "import sys, torch, transformers, importlib.metadata as m; print(sys.version.split()[0], torch.__version__,
+torch.cuda.get_device_name(0), transformers.__version__, transformers.__file__, m.version('libcst'), m.version('fixit'))" \
+  2>&1 | tee "$OUT/env.txt"
 timeout $((BUDGET + 60)) python3 perf/cuda_pass.py --budget "$BUDGET" --out /tmp/cuda 2>&1 | tee "$OUT/pass.log"
 rc=${PIPESTATUS[0]}
 tar czf "$OUT/cuda.tgz" -C /tmp cuda

@@ -44,6 +44,9 @@ PLAN = [
 # goes to the next ones)
 SHARE = {"inductor_default": 0.45, "inductor_reduce_overhead": 0.52, "phi3_flip_dynamic_mark": 0.58,
          "phi3_flip_dynamic_auto": 1.0}
+# a step given less than this is not started: on the H200 (2026-12-04) one Phi-3 case took 10 s to prepare and
+# 33-45 s per variant, so a 59 s share ran past its hard stop and left nothing (perf/results/breaks_latency_cuda_inductor)
+MIN_STEP_S = 100.0
 
 
 def parse_args(argv=None, default_budget=450.0, doc=__doc__, default_timeout=240):
@@ -79,7 +82,7 @@ def step_argv(name, extra, cases, args, budget, device="cuda"):
 
 
 def main(argv=None, plan=None, share=None, device="cuda", title="CUDA pass", default_budget=450.0,
-         doc=__doc__, default_timeout=240):
+         doc=__doc__, default_timeout=240, min_step=MIN_STEP_S):
     """Run a plan of run.py steps within a budget (remeasure.py runs its CPU plan through this)."""
     plan, share = plan or PLAN, SHARE if share is None else share
     args = parse_args(argv, default_budget, doc, default_timeout)
@@ -106,6 +109,9 @@ def main(argv=None, plan=None, share=None, device="cuda", title="CUDA pass", def
             done.append({"step": name, "status": "skipped: budget spent"})
             continue
         budget = left * share.get(name, 1.0) if len(steps) > 1 else left  # one step (--steps): all of it
+        if budget < min_step and not args.dry:
+            done.append({"step": name, "status": f"skipped: {budget:.0f} s is too little for one case"})
+            continue
         argv = step_argv(name, extra, cases, args, budget, device)
         print(f"cuda_pass: {name} ({budget:.0f}s of {left:.0f}s left): {' '.join(argv[1:])}", flush=True)
         t = time.time()

@@ -30,4 +30,4 @@ PLAN = [
 
 if __name__ == "__main__":
     sys.exit(cuda_pass.main(plan=PLAN, share={}, device="cpu", title="CPU re-measurement (issue 25)",
-                            default_budget=4 * 3600.0, doc=__doc__, default_timeout=900))
+                            default_budget=4 * 3600.0, doc=__doc__, default_timeout=900, min_step=30.0))

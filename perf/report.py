@@ -1,6 +1,7 @@
 """results.json rows, report.md and PNG charts for perf/run.py."""
 import math
 import os
+import re
 import statistics
 
 PAPER = ("GraphMend paper (arXiv 2509.16248, CGO 2027; torch 2.12, transformers 4.52.4, RTX 3090/A40/H100, "
@@ -268,7 +269,8 @@ def write(out, meta, cases):
     loads = [r.get(k) for c in cases for r in c["variants"].values() for k in ("loadavg_start", "loadavg_end")
              if r.get(k) is not None]
     if loads:
-        ncpu = os.cpu_count() or 1
+        m = re.search(r"(\d+) cpus", meta.get("machine", ""))  # the machine that ran it, not the one rewriting
+        ncpu = int(m.group(1)) if m else os.cpu_count() or 1
         lines.append(f"- 1-minute load average during the workers: {min(loads):.1f} - {max(loads):.1f} on {ncpu} cpus"
                      + (" - **the machine was shared and oversubscribed: wall-clock times are noisy; the CPU-time "
                         "table is the more robust comparison**" if max(loads) > ncpu + 0.5 else ""))
@@ -283,8 +285,8 @@ def write(out, meta, cases):
     if nochange:
         lines.append(f"- the fixer changed nothing in: {', '.join(nochange)} (fixed == unfixed there)")
     lines += ["", "Method: each case x variant runs in a fresh process with an empty inductor cache "
-              "(TORCHINDUCTOR_CACHE_DIR=new temp dir, TORCHINDUCTOR_FX_GRAPH_CACHE=0, TORCHINDUCTOR_COMPILE_THREADS=1; "
-              f"on CPU OMP_NUM_THREADS={meta.get('cpu_threads') or 'default'}). "
+              "(TORCHINDUCTOR_CACHE_DIR=new temp dir, TORCHINDUCTOR_FX_GRAPH_CACHE=0, "
+              f"TORCHINDUCTOR_COMPILE_THREADS={meta.get('compile_threads') or 1}; on CPU OMP_NUM_THREADS={meta.get('cpu_threads') or 'default'}). "
               "cold = first call incl. compile; steady = median of the next calls on the same input; flip = first "
               "call on an input that takes the other branch after warm-up; breaks = max over inputs of "
               "`torch._dynamo.explain` and a counting backend (graphs - 1); calls/fwd = compiled graphs executed "
@@ -521,9 +523,15 @@ def merge(src, dst):
     a["rows"] = [r for r in a["rows"] if r["case"] not in names] + b["rows"]
     a["meta"].setdefault("merged", []).append({"cases": sorted(names), "date_utc": b["meta"]["date_utc"],
                                                "fixer_status": b["meta"]["fixer_status"]})
-    for name in os.listdir(os.path.join(src, "diffs")):
-        if name.split(".")[0] in names:
-            shutil.copy(os.path.join(src, "diffs", name), os.path.join(dst, "diffs", name))
+    left = [n for n in a["meta"].get("skipped_for_budget") or [] if n not in names]
+    a["meta"]["skipped_for_budget"] = left or None
+    for sub in ("diffs", "profiles"):
+        if not os.path.isdir(os.path.join(src, sub)):
+            continue
+        os.makedirs(os.path.join(dst, sub), exist_ok=True)
+        for name in os.listdir(os.path.join(src, sub)):
+            if name.split(".")[0] in names:
+                shutil.copy(os.path.join(src, sub, name), os.path.join(dst, sub, name))
     json.dump(a, open(os.path.join(dst, "results.json"), "w"), indent=1, default=str)
     write(dst, a["meta"], a["cases"])
 

@@ -202,3 +202,46 @@ def test_hf_flip_inputs_differ_only_where_meant():
     model, inputs = hf_models.make("hf_phi3_longrope")
     with torch.no_grad():
         assert leaves(call(model, inputs[0]))[0].shape == leaves(call(model, inputs[1]))[0].shape
+
+
+def test_cuda_pass_skips_a_step_whose_share_cannot_finish_one_case(tmp_path, monkeypatch):
+    """The H200 run of 2026-12-04 started the last Phi-3 step with 59 s and got nothing back from it."""
+    clock, calls = [0.0], []
+
+    def fake_run(argv, env, timeout):
+        calls.append(argv[argv.index("--out") + 1])
+        clock[0] += 150
+        os.makedirs(calls[-1], exist_ok=True)
+        json.dump({"meta": {"complete": True}}, open(os.path.join(calls[-1], "results.json"), "w"))
+        return 0
+    monkeypatch.setattr(cuda_pass, "run_step", fake_run)
+    monkeypatch.setattr(cuda_pass.time, "time", lambda: clock[0])
+    # device cpu, not dry: the real budget rules without a GPU. 480 s: step 1 gets 216, step 2 (330 left) 172,
+    # step 3 (180 left) 104, step 4 (30 left): too little.
+    assert cuda_pass.main(["--out", str(tmp_path), "--budget", "480"], device="cpu") == 0
+    steps = json.load(open(tmp_path / "steps.json"))
+    assert [s["status"] for s in steps] == ["ok", "ok", "ok", "skipped: 30 s is too little for one case"]
+    clock[0], calls[:] = 0.0, []
+    assert cuda_pass.main(["--out", str(tmp_path), "--budget", "200"], device="cpu") == 0
+    steps = json.load(open(tmp_path / "steps.json"))
+    # 200 s: step 1 gets 90 (< 100): skipped, not started; step 2 gets 104 and runs
+    assert steps[0]["status"] == "skipped: 90 s is too little for one case" and steps[1]["status"] == "ok"
+    assert len(calls) == 1 + sum(s["status"] == "ok" for s in steps[2:])
+
+
+def test_merge_folds_a_rerun_into_a_run(tmp_path):
+    """The H200 pass's default step ran Phi-3 and Bart; a second call ran enc_layer_clamp and Whisper."""
+    import shutil
+    res = os.path.join(ROOT, "perf", "results", "breaks_latency_cuda_inductor")
+    dst = tmp_path / "all"
+    shutil.copytree(os.path.join(res, "inductor_default"), dst)
+    report.merge(os.path.join(res, "inductor_default_part2"), str(dst))
+    data = json.load(open(dst / "results.json"))
+    assert [c["case"] for c in data["cases"]] == ["hf_phi3_longrope", "hf_bart", "enc_layer_clamp", "hf_whisper"]
+    assert data["meta"]["skipped_for_budget"] == ["hf_wav2vec2_ctc", "mixed_block"]  # the rerun's cases ran
+    assert sorted(os.listdir(dst / "profiles")) == sorted(
+        f"{c}.{v}.txt" for c in ("hf_phi3_longrope", "hf_bart", "enc_layer_clamp", "hf_whisper")
+        for v in ("unfixed", "fixed"))
+    text = (dst / "report.md").read_text()
+    assert "on 16 cpus" in text and "TORCHINDUCTOR_COMPILE_THREADS=8" in text  # the GPU machine's, not ours
+    assert (dst / "report.md").read_text() == open(os.path.join(res, "inductor_default_all", "report.md")).read()
