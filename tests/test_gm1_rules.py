@@ -199,6 +199,11 @@ def findings(body: str, code: str = "GM101"):
     ("if (x == 0).any():\n    x[(x == 0)[0]] = 1\nreturn h\n", "none", "side effects"),  # only a name's mask is indexed
     ("if mask.any():\n    x[mask[idx]] = 0\nreturn h\n", "none", "side effects"),  # advanced indexing
     ("if mask.any():\n    x[mask[:, None]] = 1e40\nreturn h\n", "none", "side effects"),  # no dtype holds it
+    # torch_geometric's visnet: a bool mask's result shape depends on the data, so no form exists (the integer
+    # index form's `m.dtype == torch.long` check could never hold: dead code), said as such
+    ("m = h[0] != h[1]\nif not m.all():\n    h = h[:, m]\nreturn h\n", "none",
+     "`h[:, m]` indexes by the bool mask `m`: its shape depends on the data"),
+    ("idx = x.argmax(-1)\nif not h.all():\n    h = h[idx]\nreturn h\n", "safe", "idx.dtype == torch.long"),
 ])
 def test_gm101_proofs(body, safety, words):
     (f,) = findings(body)

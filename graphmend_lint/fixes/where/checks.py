@@ -49,6 +49,8 @@ class Checks(Values):
             name = dotted(part.value)
             if name is None or name in ("None", "True", "False") or name.split(".")[0] in self.local:
                 return None
+            if self.mask_index(n):
+                return None  # the check below could never hold
             is_t = "" if self.is_tensor(part.value) else f"isinstance({name}, {tensor}) and "
             checks.append(f"{is_t}{name}.dtype == {code(self.torch('torch.long'))}")
             checks.append(f"{base}.shape[{d - 1}] > 0")
@@ -58,6 +60,14 @@ class Checks(Values):
         if not checks:
             return names, []  # only `None` and `...`: they cannot raise
         return names, list(dict.fromkeys(checks))
+
+    def mask_index(self, n: cst.Subscript) -> str | None:
+        """The index of `x[..., m, ...]` that is a bool tensor (a comparison, say), if any: the result's
+        shape depends on the data, so no compile-only form can compute it in both branches."""
+        for el in n.slice:
+            if isinstance(el.slice, cst.Index) and self.ff.value(el.slice.value).dtype == "bool":
+                return code(el.slice.value)  # a Python bool (a comparison of non-tensors) fails the check too
+        return None
 
     def masked_fill(self, call: cst.Call) -> tuple[str, str | None] | None:
         """`x.masked_fill(m, v)` (or `torch.masked_fill(x, m, v)`) raises unless `m` is a bool tensor

@@ -35,7 +35,10 @@ class _Walk(cst.CSTVisitor):
     def visit_Subscript(self, n: cst.Subscript) -> None:
         why = f"indexing `{code(n)}` may raise when its branch is not taken"
         guard = self.prover.index_guard(n) if self.value else None
-        if guard is None:
+        mask = self.prover.mask_index(n) if self.value and guard is None else None
+        if mask:
+            self._refuse(f"`{code(n)}` indexes by the bool mask `{mask}`: its shape depends on the data")
+        elif guard is None:
             self._refuse(why)
         elif id(n) in self.fill_masks and not guard[0]:
             return  # checked first in the check of the masked_fill around it (leave_Call)
