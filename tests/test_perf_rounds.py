@@ -245,3 +245,22 @@ def test_merge_folds_a_rerun_into_a_run(tmp_path):
     text = (dst / "report.md").read_text()
     assert "on 16 cpus" in text and "TORCHINDUCTOR_COMPILE_THREADS=8" in text  # the GPU machine's, not ours
     assert (dst / "report.md").read_text() == open(os.path.join(res, "inductor_default_all", "report.md")).read()
+
+
+@pytest.mark.slow  # one worker pair, backend eager: about 30-60 s
+def test_cuda_device_script_dry(tmp_path):
+    """perf/cuda_device.sh is what the lent GPU machine runs, once, with no second try: on CPU with --dry it
+    leaves the tarball of results, the log and the environment line under $OUT."""
+    import tarfile
+    out, results = tmp_path / "out", tmp_path / "cuda"
+    env = dict(os.environ, OUT=str(out), RESULTS=str(results), WHEELS=str(tmp_path / "none"), BUDGET="150",
+               CUDA_PASS_ARGS="--dry --cases branch_block --steps inductor_default",
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    proc = subprocess.run(["bash", os.path.join(ROOT, "perf", "cuda_device.sh")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "cuda_device: cuda_pass rc=0" in proc.stdout
+    assert "no CUDA" in (out / "env.txt").read_text() and "4.44.2" in (out / "env.txt").read_text()
+    names = tarfile.open(out / "cuda.tgz").getnames()
+    assert "cuda/inductor_default/results.json" in names and "cuda/README.md" in names
+    assert "branch_block" in (out / "pass.log").read_text()
