@@ -661,3 +661,18 @@ def MODEL_RUN(y, m):  # the original's eager forward
     if m.any():
         y.masked_fill_(m, 0.0)
     return y * 2
+
+
+@pytest.mark.parametrize("default,reported", [
+    ("False", False),  # fastspeech2_conformer: `output_attentions: torch.Tensor | None = False`, a flag
+    ("0.5", False),
+    ("None", True),  # the usual Optional: the annotation is trusted
+    ("", True),
+])
+def test_tensor_annotation_with_a_flag_default(default, reported):
+    """An annotation that says Tensor, contradicted by a bool or number default, proves nothing."""
+    src = HEAD.replace("def forward(self, x, mask=None):",
+                       f"def forward(self, x, flag: torch.Tensor | None{' = ' + default if default else ''}):")
+    src += "        if not flag:\n            h = h * 2\n        return h\n"
+    got = [f for f in engine.check(src.encode(), Settings()).findings if f.code == "GM101"]
+    assert bool(got) == reported, [f.message for f in got]

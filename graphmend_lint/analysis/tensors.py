@@ -76,6 +76,10 @@ def _is_number(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def _bool_literal(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("True", "False")
+
+
 def _join(values: list[Value]) -> Value:
     if not values:
         return UNKNOWN
@@ -240,6 +244,10 @@ class FunctionFacts:
         if ann is not None:
             q = self.b.qualify(_optional_inner(ann.annotation))
             if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"):
+                if _is_number(self.params[name].default) or _bool_literal(self.params[name].default):
+                    # fastspeech2_conformer's `output_attentions: torch.Tensor | None = False`: the default
+                    # says a flag, the annotation a tensor; not provably a tensor (precision first)
+                    return UNKNOWN
                 dtype = {"torch.FloatTensor": "float", "torch.LongTensor": "int", "torch.BoolTensor": "bool"}
                 return tensor(dtype=dtype.get(q))
             if isinstance(ann.annotation, cst.Name) and ann.annotation.value in ("int", "float", "bool", "str"):
