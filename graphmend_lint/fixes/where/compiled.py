@@ -143,20 +143,97 @@ def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
     return found
 
 
+def _reach(prover: Prover, reads: dict[str, int], skip: frozenset[str] = frozenset()) -> set[str]:
+    """`reads` and, through every assignment of the function (in any order), what those names were
+    computed from; names in `skip` are not followed."""
+    found = set(reads)
+    todo = [n for n in found if "." not in n and n not in skip]
+    seen = set(todo)
+    while todo:
+        for value in prover.ff.assigned.get(todo.pop(), []):
+            for name in _reads(prover, value) if value is not None else ():
+                found.add(name)
+                if "." not in name and name not in seen and name not in skip:
+                    seen.add(name)
+                    todo.append(name)
+    return found
+
+
+def _after(prover: Prover, node: cst.CSTNode) -> tuple[dict[str, int], frozenset[str]]:
+    """What the function reads after `node` (statements and headers that start below it, not the
+    lines that are its `else` arm), and the names `node` and those lines assign."""
+    pos = prover.rule.get_metadata(PositionProvider, node, None)
+    end = pos.end.line if pos is not None else 10 ** 9
+    tail = {id(st) for st in prover.tail}
+    found: dict[str, int] = {}
+    targets: set[str] = set()
+
+    def add(e: cst.CSTNode) -> None:
+        for name, k in _reads(prover, e).items():
+            found[name] = found.get(name, 0) + k
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is prover.func
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            if isinstance(n.target, cst.Name) and inside[-1]:
+                targets.add(n.target.value)
+
+        def _below(self, n: cst.CSTNode) -> bool:
+            p = prover.rule.get_metadata(PositionProvider, n, None)
+            return p is not None and p.start.line > end
+
+        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> bool:
+            inside.append(id(n) in tail or inside[-1])
+            if id(n) not in tail and not inside[-2] and self._below(n):
+                add(n)
+            return True
+
+        def leave_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> None:
+            inside.pop()
+
+        def visit_If(self, n: cst.If) -> bool:
+            inside.append(n is node or inside[-1])
+            if not inside[-1] and self._below(n):
+                add(n.test)
+            return True
+
+        def leave_If(self, n: cst.If) -> None:
+            inside.pop()
+
+        def visit_While(self, n: cst.While) -> None:
+            if self._below(n):
+                add(n.test)
+
+        def visit_For(self, n: cst.For) -> None:
+            if self._below(n):
+                add(n.iter)
+
+    inside = [False]
+    prover.func.body.visit(V())
+    return found, frozenset(targets)
+
+
 def one_sided(prover: Prover, node: cst.If, a: cst.BaseExpression, b: cst.BaseExpression) -> list[str]:
     """torch.where gives a zero gradient to what only the untaken branch reads, where `if` gave none
-    (`.grad` stays None; optimizers with weight decay or momentum treat the two differently). The
-    values are read through the assignments after the `if` that are its `else` arm."""
+    (`.grad` stays None; optimizers with weight decay or momentum treat the two differently). A
+    branch value reads what its names were computed from too (`t = torch.zeros_like(h)` reads
+    nothing differentiable), and a name still counts as read in both where the code after the `if`
+    reads it (not through what the `if` assigns). The values are read through the assignments
+    after the `if` that are its `else` arm."""
     if prover.grad_off:
         return []
-    ra, rb = _reads(prover, prover.inlined(a)), _reads(prover, prover.inlined(b))
-    inside, everywhere = _reads(prover, node), _reads(prover, prover.func.body)
-    for st in prover.tail:  # the lines after the `if` that are its `else` arm (`return_after`)
-        for name, k in _reads(prover, st).items():
-            inside[name] = inside.get(name, 0) + k
+    ra = _reach(prover, _reads(prover, prover.inlined(a)))
+    rb = _reach(prover, _reads(prover, prover.inlined(b)))
+    after, assigned = _after(prover, node)
+    outside = _reach(prover, after, assigned)
     out = []
-    for name in sorted(set(ra) ^ set(rb)):
-        if everywhere.get(name, 0) <= inside.get(name, 0):
+    for name in sorted(ra ^ rb):
+        if name not in outside:
             out.append(f"`{name}` is read in one branch only: torch.where gives it a zero gradient when that "
                        "branch is not taken, where `if` gave none (optimizers with momentum or weight decay "
                        "then move it)")
