@@ -143,14 +143,32 @@ def _reads(prover: Prover, e: cst.CSTNode) -> dict[str, int]:
     return found
 
 
-def _reach(prover: Prover, reads: dict[str, int], skip: frozenset[str] = frozenset()) -> set[str]:
-    """`reads` and, through every assignment of the function (in any order), what those names were
-    computed from; names in `skip` are not followed."""
+def _reach(prover: Prover, reads: dict[str, int], skip: frozenset[str] = frozenset(),
+           node: cst.CSTNode | None = None) -> set[str]:
+    """`reads` and, through the assignments of the function (in any order), what those names were
+    computed from; names in `skip` are not followed. With `node` (the `if`), a branch's setup names
+    are followed to their own values and no other assignment inside `node` is: a branch reads the
+    value a name had before the `if`, not what the other branch assigns it."""
+    lines = None
+    if node is not None:
+        pos = prover.rule.get_metadata(PositionProvider, node, None)
+        lines = (pos.start.line, pos.end.line) if pos is not None else None
+
+    def values(name: str) -> list:
+        if node is not None and name in prover.local:
+            return [prover.local[name]]
+        out = []
+        for v in prover.ff.assigned.get(name, []):
+            p = prover.rule.get_metadata(PositionProvider, v, None) if lines and v is not None else None
+            if p is None or not lines[0] <= p.start.line <= lines[1]:
+                out.append(v)
+        return out
+
     found = set(reads)
     todo = [n for n in found if "." not in n and n not in skip]
     seen = set(todo)
     while todo:
-        for value in prover.ff.assigned.get(todo.pop(), []):
+        for value in values(todo.pop()):
             for name in _reads(prover, value) if value is not None else ():
                 found.add(name)
                 if "." not in name and name not in seen and name not in skip:
@@ -227,8 +245,8 @@ def one_sided(prover: Prover, node: cst.If, a: cst.BaseExpression, b: cst.BaseEx
     after the `if` that are its `else` arm."""
     if prover.grad_off:
         return []
-    ra = _reach(prover, _reads(prover, prover.inlined(a)))
-    rb = _reach(prover, _reads(prover, prover.inlined(b)))
+    ra = _reach(prover, _reads(prover, prover.inlined(a)), node=node)
+    rb = _reach(prover, _reads(prover, prover.inlined(b)), node=node)
     after, assigned = _after(prover, node)
     outside = _reach(prover, after, assigned)
     out = []
