@@ -146,9 +146,9 @@ class TensorIfRule(base.GraphMendRule):
     - (compiled, or with gradients off) what only one branch reads is read elsewhere too:
       `torch.where` gives it a zero gradient when that branch is not taken, where `if` gave none
       (`.grad` stays None; optimizers with weight decay or momentum treat the two differently);
-      a branch value reads what its names were computed from (`t = torch.zeros_like(h)`: nothing
-      differentiable), and only the code after the `if` counts as elsewhere
-      (tests/fuzz_regressions/GM101_5.py);
+      a branch value reads what its names were computed from before the `if` (`t =
+      torch.zeros_like(h)`: nothing differentiable), and only the code after the `if` counts as
+      elsewhere (tests/fuzz_regressions/GM101_5.py, GM101_6.py);
     - (compiled, or with gradients off) every op keeps a zero gradient zero: torch.where sends the
       untaken branch a zero gradient, which an op multiplies by its derivative; that is NaN where
       the derivative is infinite (`torch.where(c, sqrt(x), x)` at 0), and, for an op whose
