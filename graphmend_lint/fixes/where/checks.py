@@ -20,8 +20,8 @@ class Checks(Values):
         result shape depends on the data) and the dim it indexes non-empty; an integer index within
         its dim's size. After `...` only slices and `None` (their dims count from the end)."""
         base = dotted(n.value)
-        if base is None or base.split(".")[0] in self.local or not n.slice:
-            return None
+        if base is None or base.split(".")[0] in self.local or not n.slice or self.mask_index(n):
+            return None  # a bool mask index: the long-index check below could never hold
         parts = [el.slice for el in n.slice]
         ellipsis = [p for p in parts if isinstance(p, cst.Index) and isinstance(p.value, cst.Ellipsis)]
         if len(ellipsis) > 1 or ellipsis and not all(
@@ -49,8 +49,6 @@ class Checks(Values):
             name = dotted(part.value)
             if name is None or name in ("None", "True", "False") or name.split(".")[0] in self.local:
                 return None
-            if self.mask_index(n):
-                return None  # the check below could never hold
             is_t = "" if self.is_tensor(part.value) else f"isinstance({name}, {tensor}) and "
             checks.append(f"{is_t}{name}.dtype == {code(self.torch('torch.long'))}")
             checks.append(f"{base}.shape[{d - 1}] > 0")
