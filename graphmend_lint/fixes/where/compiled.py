@@ -201,6 +201,14 @@ def _after(prover: Prover, node: cst.CSTNode) -> tuple[dict[str, int], frozenset
             if isinstance(n.target, cst.Name) and inside[-1]:
                 targets.add(n.target.value)
 
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:  # refused in a branch today; counted all the same
+            if isinstance(n.target, cst.Name) and inside[-1]:
+                targets.add(n.target.value)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            if isinstance(n.target, cst.Name) and inside[-1]:
+                targets.add(n.target.value)
+
         def _below(self, n: cst.CSTNode) -> bool:
             p = prover.rule.get_metadata(PositionProvider, n, None)
             return p is not None and p.start.line > end
