@@ -15,6 +15,7 @@ import ast
 import inspect
 import re
 import textwrap
+import weakref
 from typing import Callable
 
 import libcst as cst
@@ -123,7 +124,10 @@ def _walk(root: cst.CSTNode, on_visit: Callable, on_leave: Callable, visitor: cs
                         walk(v)
         on_leave(node)
 
-    walk(root)
+    try:
+        walk(root)
+    finally:
+        walk = None  # noqa: F841 - `walk` refers to itself: a cycle that would keep the visitor's data
 
 
 def _hook(visitor: cst.CSTVisitor, name: str) -> Callable | None:
@@ -165,29 +169,35 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     _walk(node, on_visit, on_leave, visitor, skip)
 
 
-_skips: dict[type, frozenset[type]] = {}
+# weak: many visitors are classes made per call (they would all be kept, with what their methods hold)
+_skips: "weakref.WeakKeyDictionary[type, frozenset[type]]" = weakref.WeakKeyDictionary()
+
+
+class _Parents(cst.CSTVisitor):
+    """child -> parent of the nodes walked; a module-level class, so the map it fills is freed with
+    the tree (a class made per call is a cycle that would hold both until the collector runs)."""
+
+    def __init__(self) -> None:
+        self.out: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.out[node] = self.stack[-1]
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, node: cst.CSTNode) -> None:
+        self.stack.pop()
 
 
 def parents(module: cst.Module, every: bool = False) -> dict[cst.CSTNode, cst.CSTNode]:
     """libcst's ParentNodeProvider mapping (child -> parent) for every node but the TRIVIAL ones
     (none of which holds another kind of node); `every`: the whole mapping. Read-only.
     A lint computes it once per module: its file context keeps it (analysis/filecontext.py)."""
-    out: dict[cst.CSTNode, cst.CSTNode] = {}
-    stack: list[cst.CSTNode] = []
-
-    class _P(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if stack:
-                out[node] = stack[-1]
-            stack.append(node)
-            return True
-
-        def on_leave(self, node: cst.CSTNode) -> None:
-            stack.pop()
-
-    p = _P()
+    p = _Parents()
     _walk(module, p.on_visit, p.on_leave, p, frozenset() if every else TRIVIAL)
-    return out
+    return p.out
 
 
 _visitor_names: dict[type, list[str]] = {}

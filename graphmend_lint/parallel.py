@@ -495,11 +495,19 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
             rest.append(i)
     if rest:
         runner.load()  # libcst and the rules, once, before the workers are forked
-    if len(rest) > 1:  # workers are forked next: they need none of the index (their GC would walk it)
+    forked = len(rest) > 1
+    if forked:  # workers are forked next: they need none of the index (their GC would walk it)
         _indexes.clear()
         gc.collect()
-    done = _map(_second_pass, [(paths[i], s, fix, diff, cache, facts.get(paths[i], EMPTY), data.get(paths[i]),
-                                digests.get(paths[i]), early.lean.get(paths[i])) for i in rest], jobs)
+    items = [(paths[i], s, fix, diff, cache, facts.get(paths[i], EMPTY), data.get(paths[i]),
+              digests.get(paths[i]), early.lean.get(paths[i])) for i in rest]
+    if forked:  # what the workers inherit is never garbage there: their collections skip it
+        gc.freeze()
+    try:
+        done = _map(_second_pass, items, jobs)
+    finally:
+        if forked:
+            gc.unfreeze()
     for i, out in zip(rest, done):
         outcomes[i] = out
     if run_key is not None and all(o.error is None for o in outcomes) and all(_read(p) == data[p] for p in paths):

@@ -89,15 +89,21 @@ def _collect(tree: ast.Module) -> tuple[list[_Def], set[str]]:
     """Top-most defs (not inside another def), and the names used by all other code."""
     defs: list[_Def] = []
     used: set[str] = set()
+    _collect_in(tree.body, defs, used)
+    return defs, used
 
-    def visit(stmt: ast.AST) -> None:
+
+def _collect_in(block: list, defs: list[_Def], used: set[str]) -> None:
+    """`_collect` of the statements of `block` (a module-level function: a nested one that calls
+    itself is a cycle, which would keep the file's tree alive until the cyclic collector runs)."""
+    for stmt in block:
         if isinstance(stmt, _DEFS):
             defs.append(_Def(stmt))
-            return
+            continue
         inner = list(_children(stmt))
         if not inner:
             _used(stmt, used)
-            return
+            continue
         for f, value in ast.iter_fields(stmt):  # the statement's own parts: tests, bases, decorators...
             if f in _BLOCK_FIELDS:
                 for h in value:
@@ -111,12 +117,7 @@ def _collect(tree: ast.Module) -> tuple[list[_Def], set[str]]:
             for v in value if isinstance(value, list) else [value]:
                 if isinstance(v, ast.AST):
                     _used(v, used)
-        for s in inner:
-            visit(s)
-
-    for s in tree.body:
-        visit(s)
-    return defs, used
+        _collect_in(inner, defs, used)
 
 
 def _compiled_defs(defs: list[_Def], used: set[str], keep: set[str] = frozenset()) -> set[ast.AST]:

@@ -400,3 +400,88 @@ def test_the_collector_is_paused_for_one_file_and_runs_again_after(tmp_path, mon
     assert seen == [False]
     assert gc.isenabled()
     assert (out.error is not None) == fails and bool(out.findings) != fails
+
+
+@pytest.mark.parametrize("output_format", ["text", "json"])
+def test_a_linted_file_leaves_its_trees_to_reference_counting(tmp_path, output_format):
+    """gcpause.py: the collector is off while a file is analysed; if the file's trees sat in cycles,
+    the collection after each file would walk all of them (about 6% of a cold run's CPU). A lint
+    leaves none of their nodes to the collector (a visitor class made per call is a cycle too, and
+    it keeps the nodes its methods' closures hold: the visitors on this path are module-level)."""
+    import ast
+    import gc
+
+    import libcst as cst
+
+    path = tmp_path / "m.py"
+    path.write_text(CYCLES_MODULE)
+    s = replace(settings.Settings(), fix_edits=output_format == "json")
+    runner.check_file(path, s)  # the engine loaded, its caches filled
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        out = runner.check_file(path, s)
+        assert out.findings and out.error is None
+        del out
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = [o for o in gc.garbage if isinstance(o, (cst.CSTNode, ast.AST))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if was:
+            gc.enable()
+    assert left == []
+
+
+def test_linting_file_after_file_keeps_nothing_of_them(tmp_path):
+    """fastwalk's per-class memo once kept every visitor class made per call, and with it the nodes its
+    methods' closures hold: a worker's heap grew with every file (and its full collections with it)."""
+    import gc
+
+    import libcst as cst
+
+    path = tmp_path / "m.py"
+    path.write_text(CYCLES_MODULE)
+    s = settings.Settings()
+
+    def live_nodes() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, cst.CSTNode))
+
+    runner.check_file(path, s)
+    before = live_nodes()
+    for _ in range(5):
+        runner.check_file(path, s)
+    assert live_nodes() <= before
+
+
+CYCLES_MODULE = """\
+import logging
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+
+def helper(x):
+    return x * 2
+
+
+def unused(y):
+    return y + 1
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            x = x * 2
+        else:
+            x = x - 1
+        if (x < 0).any():
+            raise ValueError("negative")
+        logger.warning("shape %s", x.shape)
+        print(x)
+        return helper(x)
+"""

@@ -92,8 +92,8 @@ def _only_factories(pairs: list[tuple[str, cst.BaseExpression]], name: str, b: B
 class LoggerFinder:
     """Decides whether `recv.method(...)` is a call on a logger, per rule instance (cached)."""
 
-    def __init__(self, rule) -> None:
-        self.rule = rule
+    def __init__(self, facts) -> None:
+        self.facts = facts  # the module's (analysis.ModuleFacts); not the rule: a rule keeps its finder
         self._funcs: dict[cst.FunctionDef, _Assigns] = {}
         self._classes: dict[cst.ClassDef, _Assigns] = {}
 
@@ -105,8 +105,7 @@ class LoggerFinder:
         return cache[node]
 
     def is_logger(self, recv: cst.BaseExpression, func: cst.FunctionDef) -> bool:
-        facts = self.rule.facts
-        assert facts is not None
+        facts = self.facts
         b = facts.bindings
         if is_logger_factory(recv, b):
             return True
@@ -142,8 +141,8 @@ class LoggerFinder:
         local = self._assigns(func, self._funcs)
         if recv.value in local.params or any(n == recv.value for n, _ in local.pairs):
             return None
-        value = self.rule.facts.scope.index.module_aliases.get(recv.value)
-        if not isinstance(value, cst.Call) or not _standard_factory(value.func, self.rule.facts):
+        value = self.facts.scope.index.module_aliases.get(recv.value)
+        if not isinstance(value, cst.Call) or not _standard_factory(value.func, self.facts):
             return None
         if len(value.args) != 1 or value.args[0].keyword is not None or value.args[0].star:
             return None

@@ -1,6 +1,8 @@
 """Per-module facts (ModuleFacts), computed once by the file's context and read by every rule."""
 from __future__ import annotations
 
+import weakref
+
 import libcst as cst
 
 from . import external, numpy_values
@@ -36,9 +38,10 @@ class ModuleFacts:
                     if c not in self._layers:
                         self._layers[c] = module_layer_attrs(c, self.bindings)
                     attrs = {**self._layers[c], **attrs}
+            me = weakref.ref(self)  # not `self`: a cycle would keep the module's tree for the collector
             facts = self._functions[func] = FunctionFacts(
-                func, self.bindings, attrs, lambda name, f=func: self._from_callers(f, name),
-                lambda call, f=func: self._from_callee(f, call))
+                func, self.bindings, attrs, lambda name, f=func: me()._from_callers(f, name),
+                lambda call, f=func: me()._from_callee(f, call))
         return facts
 
     def _from_callee(self, func: cst.FunctionDef, call: cst.Call) -> Value | None:

@@ -465,11 +465,7 @@ def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
     out: set[str] = set()
     read: set[str] = set()
     body = func.body.body if isinstance(func.body, cst.IndentedBlock) else []
-    names: set[str] = set()
-
-    class V(cst.CSTVisitor):  # one class per call, not per statement
-        def visit_Name(self, n: cst.Name) -> None:
-            names.add(n.value)
+    names = _Names()
 
     def rebinds(stmt: cst.BaseStatement) -> list[str]:
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
@@ -480,10 +476,21 @@ def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
     last = max((i for i, stmt in enumerate(body) if rebinds(stmt)), default=-1)
     for stmt in body[:last + 1]:  # what later statements read changes nothing
         out.update(p for p in rebinds(stmt) if p not in read)
-        names.clear()
-        fastwalk.visit(stmt, V())
-        read |= names & params
+        names.seen.clear()
+        fastwalk.visit(stmt, names)
+        read |= names.seen & params
     return out
+
+
+# Visitors are module-level classes: a class made per call is a cycle, and it would keep the nodes its
+# methods' closures hold until the cyclic collector runs (made per call, they were also a cost of their own).
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.seen.add(n.value)
 
 
 BUFFER = "torch.Tensor"  # module_layer_attrs' entry for a registered buffer or parameter
@@ -507,32 +514,37 @@ def _registered(call: cst.Call) -> str | None:
 def module_layer_attrs(cls: cst.ClassDef, b: Bindings) -> dict[str, str]:
     """`self.x = nn.Linear(...)` in a class's methods -> {"x": "torch.nn.Linear"}; a buffer or
     parameter registered by name (`self.register_buffer("x", ...)`) -> {"x": BUFFER}."""
-    out: dict[str, str] = {}
+    v = _LayerAttrs(b)
+    fastwalk.visit(cls, v)
+    return v.out
 
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            if not isinstance(node.value, cst.Call):
-                return
-            q = b.qualify(node.value.func)
-            for t in node.targets:
-                name = dotted(t.target)
-                if q and name and name.startswith("self.") and name.count(".") == 1:
-                    out[name[5:]] = q
 
-        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> bool:
-            for stmt in node.body:  # assignments are small statements: their expressions need no walk
-                if isinstance(stmt, cst.Assign):
-                    self.visit_Assign(stmt)
-                elif isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
-                    name = _registered(stmt.value)
-                    if name is not None:
-                        out.setdefault(name, BUFFER)
-            return False
+class _LayerAttrs(cst.CSTVisitor):
+    def __init__(self, b: Bindings) -> None:
+        super().__init__()
+        self.b = b
+        self.out: dict[str, str] = {}
 
-        visit_SimpleStatementSuite = visit_SimpleStatementLine
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not isinstance(node.value, cst.Call):
+            return
+        q = self.b.qualify(node.value.func)
+        for t in node.targets:
+            name = dotted(t.target)
+            if q and name and name.startswith("self.") and name.count(".") == 1:
+                self.out[name[5:]] = q
 
-    fastwalk.visit(cls, V())
-    return out
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> bool:
+        for stmt in node.body:  # assignments are small statements: their expressions need no walk
+            if isinstance(stmt, cst.Assign):
+                self.visit_Assign(stmt)
+            elif isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+                name = _registered(stmt.value)
+                if name is not None:
+                    self.out.setdefault(name, BUFFER)
+        return False
+
+    visit_SimpleStatementSuite = visit_SimpleStatementLine
 
 
 _NUMBER_TYPES = {"int", "float"}
@@ -551,52 +563,9 @@ def number_attrs(cls: cst.ClassDef) -> frozenset[str]:
             continue
         params = {p.name.value: p for p in (*stmt.params.posonly_params, *stmt.params.params,
                                             *stmt.params.kwonly_params)}
-        rebound: set[str] = set()
-        stores: list[tuple[str, cst.BaseExpression | None, bool]] = []
-
-        class V(cst.CSTVisitor):
-            depth = 0
-
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is stmt
-
-            def visit_For(self, node) -> None:
-                self.depth += 1
-
-            def leave_For(self, node) -> None:
-                self.depth -= 1
-
-            visit_While, leave_While = visit_For, leave_For
-
-            def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-                t = node.target
-                if isinstance(t, cst.Name):
-                    rebound.add(t.value)
-
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for t in node.targets:
-                    name = dotted(t.target)
-                    if name and name.startswith("self.") and name.count(".") == 1:
-                        stores.append((name[5:], node.value, self.depth == 0))
-                    elif isinstance(t.target, (cst.Tuple, cst.List)):
-                        for e in t.target.elements:
-                            n = dotted(e.value)
-                            if n and n.startswith("self."):
-                                stores.append((n[5:], None, False))
-
-            def visit_AugAssign(self, node: cst.AugAssign) -> None:
-                name = dotted(node.target)
-                if name and name.startswith("self."):
-                    stores.append((name[5:], None, False))
-                if isinstance(node.target, cst.Name):
-                    rebound.add(node.target.value)
-
-            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-                name = dotted(node.target)
-                if name and name.startswith("self."):
-                    stores.append((name[5:], node.value, self.depth == 0))
-
-        fastwalk.visit(stmt, V())
+        walk = _Stores(stmt)
+        fastwalk.visit(stmt, walk)
+        rebound, stores = walk.rebound, walk.stores
         for attr, value, top in stores:
             ok = top and stmt.name.value == "__init__" and value is not None
             if ok:
@@ -612,3 +581,54 @@ def number_attrs(cls: cst.ClassDef) -> frozenset[str]:
                     ok = False
             (good if ok else bad).add(attr)
     return frozenset(good - bad)
+
+
+class _Stores(cst.CSTVisitor):
+    """number_attrs' walk of one method: the names it rebinds, and its `self.x` stores as
+    (attribute, value or None when not a plain store, outside loops)."""
+
+    def __init__(self, func: cst.FunctionDef) -> None:
+        super().__init__()
+        self.func = func
+        self.depth = 0
+        self.rebound: set[str] = set()
+        self.stores: list[tuple[str, cst.BaseExpression | None, bool]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.func
+
+    def visit_For(self, node) -> None:
+        self.depth += 1
+
+    def leave_For(self, node) -> None:
+        self.depth -= 1
+
+    visit_While, leave_While = visit_For, leave_For
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        t = node.target
+        if isinstance(t, cst.Name):
+            self.rebound.add(t.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            name = dotted(t.target)
+            if name and name.startswith("self.") and name.count(".") == 1:
+                self.stores.append((name[5:], node.value, self.depth == 0))
+            elif isinstance(t.target, (cst.Tuple, cst.List)):
+                for e in t.target.elements:
+                    n = dotted(e.value)
+                    if n and n.startswith("self."):
+                        self.stores.append((n[5:], None, False))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        name = dotted(node.target)
+        if name and name.startswith("self."):
+            self.stores.append((name[5:], None, False))
+        if isinstance(node.target, cst.Name):
+            self.rebound.add(node.target.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        name = dotted(node.target)
+        if name and name.startswith("self."):
+            self.stores.append((name[5:], node.value, self.depth == 0))

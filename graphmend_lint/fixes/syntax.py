@@ -29,22 +29,26 @@ def atoms(node: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 def names_in(node: cst.CSTNode) -> set[str]:
     """Names `node` reads (not attribute names or keywords)."""
-    found: set[str] = set()
+    v = _ReadNames()
+    fastwalk.visit(node, v)
+    return v.found
 
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
 
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            fastwalk.visit(n.value, self)
-            return False
+class _ReadNames(cst.CSTVisitor):  # module-level: a class made per call is a cycle holding its nodes
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: set[str] = set()
 
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            fastwalk.visit(n.value, self)  # skip keyword names
-            return False
+    def visit_Name(self, n: cst.Name) -> None:
+        self.found.add(n.value)
 
-    fastwalk.visit(node, V())
-    return found
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        fastwalk.visit(n.value, self)
+        return False
+
+    def visit_Arg(self, n: cst.Arg) -> bool:
+        fastwalk.visit(n.value, self)  # skip keyword names
+        return False
 
 
 def strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:

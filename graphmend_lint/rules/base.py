@@ -72,6 +72,7 @@ class GraphMendRule(LintRule):
     def visit_Module(self, node: cst.Module) -> None:
         self.ctx = self.get_metadata(FileContextProvider, node)
         self.__dict__.pop("_helper_top", None)  # report_deferred's plan is per file
+        self.__dict__.pop("_loggers", None)  # GM202's logger finder too (it holds the file's facts)
         self.ctx.facts  # noqa: B018 - the analysis, made here once for all the rules of the file
 
     # -- the file's context, by the names rules use ---------------------------
@@ -340,11 +341,15 @@ class GraphMendRule(LintRule):
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    found: list[cst.Call] = []
+    v = _Calls()
+    fastwalk.visit(node, v)
+    return v.found
 
-    class _Collect(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            found.append(call)
 
-    fastwalk.visit(node, _Collect())
-    return found
+class _Calls(cst.CSTVisitor):  # module-level: a class made per call is a cycle holding its nodes
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, call: cst.Call) -> None:
+        self.found.append(call)

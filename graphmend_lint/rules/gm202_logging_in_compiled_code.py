@@ -270,7 +270,7 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
         compiled = self.compiled_function(node)
         if compiled is None:
             return None
-        finder = self.__dict__.setdefault("_loggers", effects.LoggerFinder(self))
+        finder = self.__dict__.setdefault("_loggers", effects.LoggerFinder(self.facts))
         if not finder.is_logger(func.value, compiled):
             return None
         return compiled, finder.module_logger_name(func.value, compiled)

@@ -103,7 +103,7 @@ class After(cst.CSTVisitor):
             # only on a known logger, as GM202 reports it: `x.info(...)` of any other object may do
             # anything (and `.log` is also a tensor method)
             if m in effects.LOGGER_METHODS and self.func is not None and effects.LoggerFinder(
-                    self.rule).is_logger(f.value, self.func):
+                    self.rule.facts).is_logger(f.value, self.func):
                 return False, f"logged later (`{code(f)}(...)`)"
         return None
 

@@ -233,15 +233,18 @@ def _skip_test(ff, test) -> tuple[cst.UnaryOperation | None, list[cst.BaseExpres
 
 
 def _count(node: cst.CSTNode, names: set[str]) -> int:
-    n = 0
+    v = _Count(names)
+    fastwalk.visit(node, v)
+    return v.n
 
-    class V(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            nonlocal n
-            n += name.value in names
 
-    fastwalk.visit(node, V())
-    return n
+class _Count(cst.CSTVisitor):  # module-level: a class made per call is a cycle holding its nodes
+    def __init__(self, names: set[str]) -> None:
+        super().__init__()
+        self.names, self.n = names, 0
+
+    def visit_Name(self, name: cst.Name) -> None:
+        self.n += name.value in self.names
 
 
 def _loop(rule, node: cst.CSTNode) -> tuple[cst.For, int] | None:
