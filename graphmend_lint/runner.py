@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import difflib
 import io
+import itertools
 import os
 import sys
 import threading
@@ -97,12 +98,22 @@ def _decode(source: bytes) -> str:
 
 
 _LEAVES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)  # nodes without children
+SPAN_SLACK = 8  # a node's nesting below it is at most its length in bytes (+ this, to spare)
 
 
-def _depth(tree: ast.AST) -> int:
-    """Nesting depth of `tree` (as ast.iter_child_nodes counts it), without a generator per node."""
+def _depth(tree: ast.AST, source: bytes | None = None, limit: int = MAX_DEPTH) -> int:
+    """Nesting depth of `tree` (as ast.iter_child_nodes counts it), without a generator per node.
+
+    With `source` (UTF-8 text without CR, that `tree` was parsed from): a node whose length in bytes
+    cannot take the depth past `limit` is not walked (the levels below a node never outnumber its
+    bytes), so the answer is exact only when it is over `limit`, and no more is asked of it
+    (tests/test_robustness.py checks the bound and the answers)."""
+    starts = None
+    if source is not None and b"\r" not in source:
+        starts = [0, *itertools.accumulate(len(line) + 1 for line in source.split(b"\n"))]
     best, stack = 0, [(tree, 1)]
     pop, push, node_type, leaves = stack.pop, stack.append, ast.AST, _LEAVES
+    room = limit - SPAN_SLACK
     while stack:
         node, d = pop()
         if d > best:
@@ -114,6 +125,12 @@ def _depth(tree: ast.AST) -> int:
                 if isinstance(child, leaves):
                     best = max(best, d)
                 elif isinstance(child, node_type):
+                    end = getattr(child, "end_lineno", None) if starts is not None else None
+                    if end is not None and not getattr(child, "decorator_list", None) and (  # (decorators lie before it)
+                            starts[end - 1] + child.end_col_offset  # type: ignore[index]
+                                            - starts[child.lineno - 1] - child.col_offset + d <= room):
+                        best = max(best, d)  # too short to reach the limit
+                        continue
                     push((child, d))
     return best
 
@@ -138,7 +155,7 @@ def validate(source: bytes) -> ast.Module:
         tree = _parse(source)
     except (MemoryError, RecursionError):
         raise BadInput("expression nested too deeply for Python's parser") from None
-    depth = _depth(tree)
+    depth = _depth(tree, source if encoding_of(source).startswith("utf-8") else None)
     if depth > MAX_DEPTH:
         raise BadInput(f"expression nested too deeply to analyse (depth {depth}; the limit is {MAX_DEPTH})")
     return tree

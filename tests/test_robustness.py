@@ -425,3 +425,80 @@ def test_mutated_programs_never_crash_nor_get_corrupted(tmp_path, seed, edits):
         assert after == bytes(data)
     elif after != bytes(data):
         compile(after, str(path), "exec")
+
+
+def _exact_depth(tree) -> int:
+    return runner._depth(tree)  # no source: every node walked
+
+
+def _depth_zoo() -> list[bytes]:
+    chains = [b"a" + b".b" * k for k in (180, 188, 191, 192, 195, 199, 200, 205)]
+    chains += [b"[" * k + b"x" + b"]" * k for k in (150, 185, 195)]
+    chains += [b"a and " * k + b"b" for k in (150, 190, 200, 210)]
+    chains += [b"a if b else " * k + b"c" for k in (90, 98, 99, 100, 101, 105)]
+    chains += [b"x" + b"[0]" * k for k in (190, 196, 199, 202)]
+    chains += [b"f" + b"()" * k for k in (190, 197, 201)]
+    out = []
+    for expr in chains:
+        for indent in (0, 2, 6):  # inside nested classes and defs
+            head = b"".join(b"    " * i + b"class C%d:\n" % i for i in range(indent))
+            out.append(head + b"    " * indent + b"y = " + expr + b"\n")
+            out.append(head + b"    " * indent + b"y = g(\n" + b"    " * indent + b"  " + expr + b",\n)\n")
+    deep = b"a" + b".b" * 205
+    out.append(b"class C:\n    @" + deep + b"\n    def f(): pass\n")  # a decorator lies outside its def
+    out.append(b"@" + deep + b"\nclass D: pass\n")
+    return out
+
+
+@pytest.mark.parametrize("source", _depth_zoo(), ids=lambda s: f"{len(s)}b")
+def test_the_depth_check_answers_as_the_full_walk_where_it_matters(source):
+    """runner._depth skips expressions too short to reach the limit: over the limit it says the
+    same depth as a walk of every node, under it it says so too (the message names the depth)."""
+    import ast
+
+    tree = ast.parse(source)
+    exact, fast = _exact_depth(tree), runner._depth(tree, source)
+    assert (fast > runner.MAX_DEPTH) == (exact > runner.MAX_DEPTH)
+    if exact > runner.MAX_DEPTH:
+        assert fast == exact
+
+
+def test_the_depth_zoo_lies_on_both_sides_of_the_limit():
+    import ast
+
+    depths = [_exact_depth(ast.parse(s)) for s in _depth_zoo()]
+    assert sum(runner.MAX_DEPTH - 10 <= d <= runner.MAX_DEPTH for d in depths) >= 10
+    assert sum(runner.MAX_DEPTH < d <= runner.MAX_DEPTH + 10 for d in depths) >= 10
+
+
+def test_a_node_is_never_nested_deeper_than_its_length():
+    """The bound runner._depth prunes by: the levels below a node (expression, statement, argument...)
+    are at most its length in bytes (checked on this package, the tests' sources and a zoo of unusual
+    forms, every node with a position; a decorated def or class is always walked: its decorators lie
+    before its position)."""
+    import ast
+    import itertools
+
+    zoo = b"""\
+x = not not not not a; y = -(-(-x)); u = a ** b ** c; t = lambda: lambda: lambda: 0
+s = f"{x!r:>{w}} {y=} {f'{z:{q}}'}"; p = {k: {j: [i for i in j if i] for j in k} for k in m}
+n = a if b else c if d else e; m = (a := (b := 1)); k = [*a, *b], {**a, **{**b}}
+h = a < b < c < d; g = x[1:2:3, ::, ...][a, b]; i = "a" "b" f"{d}" "e"; j = ((((x))))
+def ff(a=lambda x=lambda y=0: y: x, *, b: "x" = f"{c}") -> f"{d}": return (yield)
+async def af(): return await (await x)
+match x:
+    case {"k": [1, 2, *rest]} | Point(x=0) if (a := b): pass
+"""
+    root = Path(__file__).resolve().parents[1]
+    sources = [zoo] + [p.read_bytes() for p in [*root.joinpath("graphmend_lint").rglob("*.py"), *Path(__file__).parent.glob("*.py")]]
+    checked = 0
+    for source in sources:
+        if b"\r" in source:
+            continue
+        starts = [0, *itertools.accumulate(len(line) + 1 for line in source.split(b"\n"))]
+        for node in ast.walk(ast.parse(source)):
+            if getattr(node, "end_lineno", None) is not None and not getattr(node, "decorator_list", None):
+                span = starts[node.end_lineno - 1] + node.end_col_offset - starts[node.lineno - 1] - node.col_offset
+                assert _exact_depth(node) - 1 <= span, ast.unparse(node)
+                checked += 1
+    assert checked > 100_000
