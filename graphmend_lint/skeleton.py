@@ -39,16 +39,36 @@ def _whole_file(source: bytes, tree: ast.Module) -> bool:
         return True
 
 
+def _nodes(node: ast.AST) -> list[ast.AST]:
+    """`node` and every node below it, as ast.walk, in another order (without its queue of generators)."""
+    out, stack, node_type = [], [node], ast.AST
+    pop, push, add = stack.pop, stack.append, out.append
+    while stack:
+        n = pop()
+        add(n)
+        for f in n._fields:
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                for c in v:
+                    if isinstance(c, node_type):
+                        push(c)
+            elif isinstance(v, node_type):
+                push(v)
+    return out
+
+
 def _used(node: ast.AST, out: set[str]) -> None:
     """Every name a rule could follow from `node`: Names, attribute names, identifier strings."""
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name):
+    name, attribute, constant, alias = ast.Name, ast.Attribute, ast.Constant, ast.alias
+    for n in _nodes(node):
+        t = n.__class__
+        if t is name:
             out.add(n.id)
-        elif isinstance(n, ast.Attribute):
+        elif t is attribute:
             out.add(n.attr)
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
+        elif t is constant and isinstance(n.value, str) and n.value.isidentifier():
             out.add(n.value)
-        elif isinstance(n, ast.alias):
+        elif t is alias:
             out.update((n.name, n.asname or n.name))
 
 
@@ -143,7 +163,7 @@ def _read_anyway(node: ast.AST) -> bool:
     buffers and parameters registered by name (`self.register_buffer("x", ...)`: tensor attributes)."""
     return any(isinstance(n, (ast.Import, ast.ImportFrom))
                or isinstance(n, ast.Attribute) and (not isinstance(n.ctx, ast.Load) or n.attr in _REGISTER)
-               for n in ast.walk(node))
+               for n in _nodes(node))
 
 
 class _Editor:
