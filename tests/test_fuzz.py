@@ -207,3 +207,44 @@ def test_compiled_oracle_allows_torch_compiles_own_exceptions():
     program = fuzzgen.generate(fuzzgen.RandomChooser(3688))
     out = fuzzcheck.check_program(program.source, program.harness, compiled=True)
     assert out.safe_fixes and not out.failures, _report(program, out)
+
+
+def test_the_no_gradient_excuse_is_narrow():
+    """fuzzcheck._no_gradient_either_way: only "no input gets a gradient" on both sides counts."""
+    import torch
+
+    g = torch.ones(2)
+    assert fuzzcheck._no_gradient_either_way([None], [])
+    assert fuzzcheck._no_gradient_either_way([None, None], [])
+    assert not fuzzcheck._no_gradient_either_way([g], [])
+    assert not fuzzcheck._no_gradient_either_way([None, g], [])
+    assert not fuzzcheck._no_gradient_either_way([], [])
+    assert not fuzzcheck._no_gradient_either_way([None], [None])  # compared as usual
+
+
+def test_torch_compile_drops_the_flag_of_a_no_grad_view_after_a_break_without_any_fix():
+    """Why the excuse above exists (GM101_7.py): with no fix and nothing breaking after the `no_grad`
+    block, the compiled output already differs from eager in `requires_grad` alone. If this fails,
+    torch keeps eager's flag now: the excuse can go."""
+    import torch
+
+    def step(x, c):
+        h = x * 1.0
+        with torch.no_grad():
+            if torch.any(c > 0):
+                h = torch.sqrt(h)
+            else:
+                h = h[0]
+        return h * 1.5 - 1
+
+    x = torch.rand(3, 4, requires_grad=True)
+    c = -torch.ones(3, 4)
+    eager = step(x, c)
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(step, backend="aot_eager")(x, c)
+    finally:
+        torch._dynamo.reset()
+    assert torch.equal(eager.detach(), compiled.detach())
+    assert torch.autograd.grad(eager.sum(), x, allow_unused=True) == (None,)
+    assert eager.requires_grad and not compiled.requires_grad
