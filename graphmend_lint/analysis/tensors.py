@@ -101,7 +101,7 @@ def _join(values: list[Value]) -> Value:
 class _Assignments(cst.CSTVisitor):
     """name -> assigned values in one function (not descending into nested defs)."""
 
-    def __init__(self, func: cst.FunctionDef) -> None:
+    def __init__(self, func: cst.FunctionDef | None) -> None:
         self.func = func
         self.values: dict[str, list[cst.BaseExpression | None]] = {}
 
@@ -198,6 +198,8 @@ class FunctionFacts:
         if name in ("True", "False", "None", "self", "cls"):
             return STATIC
         if name in self.assigned:
+            if name in self.params and node in self._early_reads():
+                return self._param(name)  # read before anything rebinds it
             if name in self._active:
                 return self._active[name]  # a cycle (`x = x + 1`): the value assumed for x
             if depth > 10:
@@ -214,6 +216,27 @@ class FunctionFacts:
         if self.b.qualify(node) is not None:
             return STATIC  # an imported module or object
         return UNKNOWN
+
+    def _early_reads(self) -> set[cst.Name]:
+        """Reads of a parameter that nothing can have rebound yet: in the test of an `if` that is a
+        statement of the function's own body, when every binding of the name lies in a later
+        statement or in that `if`'s branches (espnet's `if inverse_power: inverse_power = 1 / ...`,
+        where `inverse_power: bool`). Flow-insensitive, the name would join the parameter with the
+        tensors assigned after the test."""
+        got = self.__dict__.get("_early")
+        if got is None:
+            got = self._early = set()
+            names = {n for n in self.params if n in self.assigned and n not in self.shadowed}
+            bound: set[str] = set()
+            for stmt in self.func.body.body if names and isinstance(self.func.body, cst.IndentedBlock) else []:
+                if isinstance(stmt, cst.If):
+                    reads = _Reads()
+                    fastwalk.visit(stmt.test, reads)
+                    got.update(n for n in reads.names if n.value in names and n.value not in bound | reads.bound)
+                walk = _Assignments(None)
+                fastwalk.visit(stmt, walk)
+                bound |= set(walk.values)
+        return got
 
     def _bound_name(self, name: str, depth: int) -> Value:
         param = self._param(name) if name in self.params and name not in self.shadowed else None
@@ -480,6 +503,39 @@ def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
         fastwalk.visit(stmt, names)
         read |= names.seen & params
     return out
+
+
+class _Reads(cst.CSTVisitor):
+    """The Name nodes an expression reads as variables (not attribute or keyword names, nor inside a
+    lambda or comprehension, whose own names may shadow), and the names its `:=` binds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[cst.Name] = []
+        self.bound: set[str] = set()
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.names.append(n)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        fastwalk.visit(n.value, self)
+        return False
+
+    def visit_Arg(self, n: cst.Arg) -> bool:
+        fastwalk.visit(n.value, self)
+        return False
+
+    def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+        if isinstance(n.target, cst.Name):
+            self.bound.add(n.target.value)
+
+    def visit_Lambda(self, n: cst.Lambda) -> bool:
+        return False
+
+    def visit_ListComp(self, n) -> bool:
+        return False
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
 
 
 # Visitors are module-level classes: a class made per call is a cycle, and it would keep the nodes its
