@@ -401,7 +401,10 @@ class FunctionFacts:
         if isinstance(node, cst.Subscript):
             inner = self.value(node.value, depth + 1)
             if inner.numpy:
-                return NUMPY
+                return NUMPY  # (a structured array's field, `a["x"]`, too)
+            if inner.is_tensor and any(isinstance(e.slice, cst.Index) and isinstance(
+                    e.slice.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)) for e in node.slice):
+                return UNKNOWN  # `states["n"]` of a param annotated Tensor: a tensor indexed by a string raises
             return inner if inner.kind == "static" else (tensor(dtype=inner.dtype) if inner.is_tensor else UNKNOWN)
         if isinstance(node, cst.Call):
             return self._call(node, depth)
