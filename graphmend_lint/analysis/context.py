@@ -252,6 +252,34 @@ def in_loop(node: cst.CSTNode, parent: Parent) -> bool:
     return False
 
 
+class _Try(cst.CSTVisitor):
+    def __init__(self, func: cst.FunctionDef) -> None:
+        super().__init__()
+        self.func, self.found = func, False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.func  # a nested def is a code object of its own
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Try(self, node: cst.Try) -> bool:
+        self.found = True
+        return False
+
+    visit_TryStar = visit_Try
+
+
+def has_try(func: cst.FunctionDef) -> bool:
+    """`func`'s own code has a `try` statement (an exception table), nested defs aside."""
+    v = _Try(func)
+    fastwalk.visit(func, v)
+    return v.found
+
+
 def in_try(node: cst.CSTNode, parent: Parent) -> bool:
     for child, up in ancestors(node, parent):
         if isinstance(up, cst.FunctionDef):

@@ -12,6 +12,7 @@ cross-file facts. A rule reads it as `self.ctx`, the libcst metadata of the Modu
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import ClassVar
 
 import libcst as cst
@@ -170,7 +171,23 @@ class GraphMendRule(LintRule):
         elif isinstance(outcome, Elsewhere):
             self.report(node, f"{head}; {outcome.title}", at=at)
         else:
+            outcome = self._try_hazard(node, outcome)
             self.report(node, f"{head}; {outcome.title}", fix=outcome, at=at)
+
+    TRY_HAZARD = ("unsafe: this function has a `try` statement, and torch.compile (Dynamo, torch 2.13, Python "
+                  "3.11 and 3.12) can fail on the fixed function with \"exception table entry start instruction "
+                  "has no offset\"")
+
+    def _try_hazard(self, node: cst.CSTNode, fix: Fix) -> Fix:
+        """A SAFE GM1xx fix in a function with a `try` statement is UNSAFE: Dynamo rewrites such a
+        function's bytecode after a graph break and, for some layouts of the fixed code, fails on its
+        exception table (fuzz seed 7160, tests/fuzz_regressions/GM101_8.py; the unfixed code compiles)."""
+        if fix.applicability is not Safety.SAFE or not self.CODE.startswith("GM1"):
+            return fix
+        func = self.function_of(node)
+        if func is None or not context.has_try(func):
+            return fix
+        return replace(fix, applicability=Safety.UNSAFE, title=f"{fix.title}; {self.TRY_HAZARD}")
 
     def report_guard(self, node: cst.Call, message: str) -> None:
         """GM2xx: report the call with its compile guard (fixes/guard.py), or `(no fix: <reason>)`."""

@@ -185,7 +185,10 @@ class TensorIfRule(base.GraphMendRule):
       logger, `warnings.warn`, `str`/`repr`/`format`, shown in an f-string, or read as `.grad_fn`:
       its `grad_fn` becomes `WhereBackward0`, which printing shows.
     When one of these cannot be proved or checked the fix is unsafe (applied with `--unsafe-fixes`)
-    and the message names the missing proof. `torch.where` also evaluates both branches, so an
+    and the message names the missing proof. In a function with a `try` statement every GM1xx fix
+    is unsafe: for some layouts of the fixed code Dynamo (torch 2.13, Python 3.11 and 3.12) fails
+    while rewriting such a function's bytecode ("exception table entry start instruction has no
+    offset"; found by fuzzing, `tests/fuzz_regressions/GM101_8.py`). `torch.where` also evaluates both branches, so an
     expensive branch is paid for on every compiled call: measured with Inductor on CPU
     (`perf/cond_vs_where.py`), arms of a few large Linear layers cost 1.6-1.8x the `if` under
     `torch.where` and the same as the `if` under `torch.cond`; with cheap arms `torch.where` is
