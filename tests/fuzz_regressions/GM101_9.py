@@ -1,16 +1,14 @@
-"""Found by perf/fuzz.py --compiled: seed 7873 of 7000..8599, the generated program as it is. Open.
+"""Found by perf/fuzz.py --compiled: seed 7873 of 7000..8599, the generated program as it is.
 
-On input 12 the SAFE-fixed program, compiled, fails while AOTAutograd traces the backward: "one of the
-variables needed for gradient computation has been modified by an inplace operation". The program
-modifies in place (`keep.mul_(1.0)`, `keep` aliasing `h`) a tensor an earlier op saved for its
-backward (`h.relu()`'s output, on this input's path). Eager only fails if a backward reaches it, and
-this input's output does not require grad, so eager runs; unfixed, the graph break of
-`if d2.min() >= 0:` ends the graph before the in-place op and the compiled forward runs too. The fix
-removes that break, so the op and the saved tensor share one graph and AOTAutograd rejects it at
-compile time. A hazard of removing the break, not of torch.where; not handled yet (a rule would have
-to see the alias and the in-place op after the `if`).
+`keep = h` before `if d2.min() >= 0: h = h * 2`, then `keep.mul_(1.0)`: where the test is false `h` is
+`keep`, so the in-place op changes `h` too; torch.where makes a new tensor, which it does not reach.
+The GM101 fix missed the alias (`after.aliases`) and was SAFE. Here `mul_(1.0)` keeps the values, and the
+failure showed otherwise: on input 12 `keep` is relu's saved output, and with the break removed the
+in-place op and the saved tensor share one graph, so AOTAutograd failed at compile time ("modified by
+an inplace operation"), where eager (which needs no backward here) and the unfixed compiled code run.
+The fix is UNSAFE now (an alias of a kept name modified in place later); GM101_10.py shows the values
+it would change.
 """
-KNOWN_FAILURE = "removing the break puts an in-place op on a tensor saved for backward into one graph: AOTAutograd fails at compile time"
 CHECK_COMPILED = True
 
 import torch as th

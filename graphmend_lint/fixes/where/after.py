@@ -168,4 +168,47 @@ def rebind_proofs(after: After, name: str, sources: set[str], check_name: bool =
             missing.append(Gap(f"`{name}` is the very tensor `{src}` when that branch runs, and `{src}` is modified "
                                f"in place later (`{after.mutated[src]}`): the change reached `{name}` through the "
                                "branch, not through the new tensor torch.where makes", GapKind.MUTATED))
+    if after.func is not None and after.mutated:
+        roots = {name} | sources
+        for other in sorted(aliases(after.func, roots) - roots):
+            if other in after.mutated:
+                missing.append(Gap(f"`{other}` is the very tensor `{name}` kept by a branch (`{other} = ...`), and "
+                                   f"`{other}` is modified in place later (`{after.mutated[other]}`): the change "
+                                   f"reached `{name}` through that alias, not the new tensor torch.where makes",
+                                   GapKind.MUTATED))
+                break
     return missing
+
+
+class _Binds(cst.CSTVisitor):
+    """(target, name whose very tensor the value is) of a function's `a = b` statements."""
+
+    def __init__(self, func: cst.FunctionDef) -> None:
+        super().__init__()
+        self.func, self.pairs = func, []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.func
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        src = alias_of(node.value)
+        if src is not None:
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    self.pairs.append((t.target.value, src))
+
+
+def aliases(func: cst.FunctionDef, roots: set[str]) -> set[str]:
+    """`roots` and the names that some `a = b` (a view or the same object) in `func` may bind to one of
+    their tensors, either way, to a fixpoint (`keep = h` before an `if` that rebinds `h`: fuzz)."""
+    v = _Binds(func)
+    fastwalk.visit(func, v)
+    out = set(roots)
+    changed = True
+    while changed:
+        changed = False
+        for a, b in v.pairs:
+            if (a in out) != (b in out):
+                out |= {a, b}
+                changed = True
+    return out
