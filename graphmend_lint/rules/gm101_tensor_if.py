@@ -180,7 +180,8 @@ class TensorIfRule(base.GraphMendRule):
     - (compiled) the assigned name is not modified in place later (`if` kept the same tensor object
       when the branch was not taken; `torch.where` makes a new one), and neither is a name a branch
       passes on as it is (`y = x`: `y` is the tensor `x` itself, so `x.add_(1)`, `x[0] = 0`,
-      `x += 1` or `out=x` later also changed `y`);
+      `x += 1` or `out=x` later also changed `y`), nor a name bound to one of those tensors by
+      `a = b` anywhere in the function (`keep = h` before the `if`, then `keep.mul_(3.0)`);
     - (compiled) the assigned name is not observed later in the function: passed to `print`, a
       logger, `warnings.warn`, `str`/`repr`/`format`, shown in an f-string, or read as `.grad_fn`:
       its `grad_fn` becomes `WhereBackward0`, which printing shows.
