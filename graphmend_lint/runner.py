@@ -87,8 +87,7 @@ def encoding_of(source: bytes) -> str:
         return "utf-8"  # the first lines are not UTF-8: decoding says where
 
 
-def _decode(source: bytes) -> str:
-    encoding = encoding_of(source)
+def _decode(source: bytes, encoding: str) -> str:
     try:
         return source.decode(encoding)
     except UnicodeDecodeError as e:
@@ -126,11 +125,11 @@ def _depth(tree: ast.AST, source: bytes | None = None, limit: int = MAX_DEPTH) -
                     best = max(best, d)
                 elif isinstance(child, node_type):
                     end = getattr(child, "end_lineno", None) if starts is not None else None
-                    if end is not None and not getattr(child, "decorator_list", None) and (  # (decorators lie before it)
-                            starts[end - 1] + child.end_col_offset  # type: ignore[index]
-                                            - starts[child.lineno - 1] - child.col_offset + d <= room):
-                        best = max(best, d)  # too short to reach the limit
-                        continue
+                    if end is not None and not getattr(child, "decorator_list", None):  # decorators lie before it
+                        span = starts[end - 1] + child.end_col_offset - starts[child.lineno - 1] - child.col_offset
+                        if span + d <= room:
+                            best = max(best, d)  # too short to reach the limit
+                            continue
                     push((child, d))
     return best
 
@@ -150,12 +149,13 @@ def validate(source: bytes) -> ast.Module:
         raise BadInput("file contains null bytes")
     if len(source) > MAX_BYTES:
         raise BadInput(files.too_large(len(source), MAX_BYTES))
-    _decode(source)
+    encoding = encoding_of(source)
+    _decode(source, encoding)
     try:
         tree = _parse(source)
     except (MemoryError, RecursionError):
         raise BadInput("expression nested too deeply for Python's parser") from None
-    depth = _depth(tree, source if encoding_of(source).startswith("utf-8") else None)
+    depth = _depth(tree, source if encoding.startswith("utf-8") else None)
     if depth > MAX_DEPTH:
         raise BadInput(f"expression nested too deeply to analyse (depth {depth}; the limit is {MAX_DEPTH})")
     return tree

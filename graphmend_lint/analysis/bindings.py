@@ -20,6 +20,27 @@ def dotted(node: cst.BaseExpression) -> str | None:
     return None
 
 
+class ReadNames(cst.CSTVisitor):
+    """The Name nodes a node reads as variables: not attribute names (`x.y` reads `x`) nor keyword
+    names (`f(dim=d)` reads `f` and `d`). Module-level: a visitor class made per call is a cycle that
+    keeps the nodes its methods hold until the cyclic collector runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[cst.Name] = []
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.names.append(n)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        fastwalk.visit(n.value, self)
+        return False
+
+    def visit_Arg(self, n: cst.Arg) -> bool:
+        fastwalk.visit(n.value, self)
+        return False
+
+
 def _module_name(node: cst.BaseExpression) -> str:
     name = dotted(node)
     assert name is not None

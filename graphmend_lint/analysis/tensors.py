@@ -21,7 +21,7 @@ import libcst as cst
 from .. import fastwalk  # read-only walk without libcst's node rebuilding
 from . import context
 from . import tables as T
-from .bindings import Bindings, dotted
+from .bindings import Bindings, ReadNames, dotted
 
 
 @dataclass(frozen=True)
@@ -232,7 +232,8 @@ class FunctionFacts:
                 if isinstance(stmt, cst.If):
                     reads = _Reads()
                     fastwalk.visit(stmt.test, reads)
-                    got.update(n for n in reads.names if n.value in names and n.value not in bound | reads.bound)
+                    before = bound | reads.bound
+                    got.update(n for n in reads.names if n.value in names and n.value not in before)
                 walk = _Assignments(None)
                 fastwalk.visit(stmt, walk)
                 bound |= set(walk.values)
@@ -508,25 +509,13 @@ def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
     return out
 
 
-class _Reads(cst.CSTVisitor):
-    """The Name nodes an expression reads as variables (not attribute or keyword names, nor inside a
-    lambda or comprehension, whose own names may shadow), and the names its `:=` binds."""
+class _Reads(ReadNames):
+    """ReadNames, not inside a lambda or comprehension (whose own names may shadow), and the names
+    the expression's `:=` binds."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.names: list[cst.Name] = []
         self.bound: set[str] = set()
-
-    def visit_Name(self, n: cst.Name) -> None:
-        self.names.append(n)
-
-    def visit_Attribute(self, n: cst.Attribute) -> bool:
-        fastwalk.visit(n.value, self)
-        return False
-
-    def visit_Arg(self, n: cst.Arg) -> bool:
-        fastwalk.visit(n.value, self)
-        return False
 
     def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
         if isinstance(n.target, cst.Name):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .. import fastwalk
+from ..analysis.bindings import ReadNames
 
 
 def code(node: cst.CSTNode) -> str:
@@ -29,26 +30,9 @@ def atoms(node: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 def names_in(node: cst.CSTNode) -> set[str]:
     """Names `node` reads (not attribute names or keywords)."""
-    v = _ReadNames()
+    v = ReadNames()
     fastwalk.visit(node, v)
-    return v.found
-
-
-class _ReadNames(cst.CSTVisitor):  # module-level: a class made per call is a cycle holding its nodes
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: set[str] = set()
-
-    def visit_Name(self, n: cst.Name) -> None:
-        self.found.add(n.value)
-
-    def visit_Attribute(self, n: cst.Attribute) -> bool:
-        fastwalk.visit(n.value, self)
-        return False
-
-    def visit_Arg(self, n: cst.Arg) -> bool:
-        fastwalk.visit(n.value, self)  # skip keyword names
-        return False
+    return {n.value for n in v.names}
 
 
 def strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:
