@@ -615,3 +615,41 @@ def test_ones_multiply_keeps_special_values_and_falls_back():
         got, _, breaks = _call(fixed, (h, mask), "aot_eager")
         assert _same(want, got, exact=True) and breaks == expected
         assert _call(orig, (h, mask), "aot_eager")[2] == 1
+
+
+def _autocast_case(tag):
+    case = FIXTURES / "GM101" / "invalid_autocast_float32_op.py"
+    orig, inputs = _make(case, tag + "o")
+    fixed, _ = _make(case.with_name(case.stem + ".fixed.py"), tag + "f")
+    fixed.load_state_dict(orig.state_dict())
+    return orig, fixed, inputs
+
+
+def test_autocast_check_falls_back_to_the_if():
+    """Under autocast a bfloat16 `h` fails the trace-time check: the `if` runs, as in eager (on CPU
+    `exp` keeps bfloat16, so this drives the check, not the hazard: that needs CUDA, below)."""
+    orig, fixed, inputs = _autocast_case("ac")
+    for args in inputs:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            want, want_g, _ = _call(orig, args)
+            got, got_g, breaks = _call(fixed, args, "aot_eager")
+        assert want[0].dtype == torch.bfloat16
+        assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True) and breaks == 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_autocast_keeps_the_dtype_of_the_untaken_value():
+    """CUDA autocast runs `exp` in float32: torch.where(c, h.exp(), h) is float32 on both branches,
+    the `if` keeps float16 where it is False. The checked fix runs the `if` there."""
+    orig, fixed, inputs = _autocast_case("cu")
+    orig, fixed = orig.cuda(), fixed.cuda()
+    for args in inputs:
+        args = tuple(a.detach().cuda().requires_grad_(a.requires_grad) for a in args)
+        with torch.autocast("cuda", dtype=torch.float16):
+            want, _, _ = _call(orig, args)
+            got, _, _ = _call(fixed, args, "aot_eager")
+            h = orig.proj(args[0])
+            unchecked = torch.where(args[1].sum() > 0, h.exp(), h) * 2  # the fix without the check
+        assert _same(want, got, exact=True)
+        assert unchecked.dtype == torch.float32 and want[0].dtype == (
+            torch.float32 if args[1].sum() > 0 else torch.float16)

@@ -150,3 +150,37 @@ def test_dims_minus_one_and_zero_fit_every_rank(name):
             assert fn(x, dim).shape == x.shape
     with pytest.raises(IndexError):
         fn(torch.randn(3), 1)
+
+
+# The CUDA autocast op reference ("CUDA Ops that can autocast to float32"): exp, expm1, log, log1p,
+# pow/__pow__, reciprocal, rsqrt, sinh, softmax, log_softmax, softplus (and square, which calls pow).
+CUDA_FLOAT32 = {"exp", "expm1", "log", "log1p", "pow", "reciprocal", "rsqrt", "sinh", "softmax", "log_softmax",
+                "softplus", "square"}
+ARITHMETIC = {"x ** n": lambda x: x ** 2, "n / x": lambda x: 2 / x}
+
+
+def test_autocast_flags_are_the_cuda_float32_list():
+    assert {n for n, op in T.ELEMENTWISE.items() if op.autocast} == CUDA_FLOAT32
+    assert T.AUTOCAST_ARITHMETIC == set(ARITHMETIC)
+
+
+@pytest.mark.parametrize("low", [torch.float16, torch.bfloat16])
+def test_cpu_autocast_keeps_every_chain_dtype(low):
+    """CPU autocast has none of the chain ops in its float32 list: the flags matter on CUDA."""
+    x = torch.rand(3, 4).to(low) + 0.5
+    with torch.autocast("cpu", dtype=low):
+        for name, call in [*CALLS.items(), *ARITHMETIC.items()]:
+            assert call(x).dtype == low, name
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("low", [torch.float16, torch.bfloat16])
+def test_cuda_autocast_float32_ops_measured(low):
+    x = torch.rand(3, 4, device="cuda").to(low) + 0.5
+    with torch.autocast("cuda", dtype=low):
+        for name, call in CALLS.items():
+            if T.ELEMENTWISE[name].shape:
+                assert (call(x).dtype == torch.float32) == T.ELEMENTWISE[name].autocast, name
+        for name, call in ARITHMETIC.items():
+            assert call(x).dtype == torch.float32, name
+        assert (x / 2).dtype == (x * 2).dtype == (2 - x).dtype == low

@@ -72,6 +72,9 @@ class Op:
       somewhere, or that depends on the input's value, gives NaN there; measured by the tests).
     raises: raises for some non-floating x (bool or int dtypes); never for floating x.
     dim_arg: its number argument is a dim (softmax): only -1 and 0 are valid for every tensor.
+    autocast: CUDA autocast runs it in float32 for float16/bfloat16 input (PyTorch's autocast op
+      reference, "CUDA Ops that can autocast to float32"), so its result may be float32 where x is
+      not; CPU autocast does not (tests/test_gm1_tables.py measures both where it can).
     """
 
     shape: bool = True
@@ -79,6 +82,7 @@ class Op:
     finite_grad: bool = True
     raises: bool = False
     dim_arg: bool = False
+    autocast: bool = False
 
 
 ELEMENTWISE: dict[str, Op] = {
@@ -102,11 +106,13 @@ ELEMENTWISE: dict[str, Op] = {
     # detach cuts the graph: torch.where(c, x.detach(), x) gives zero gradients where `if` gave none.
     "detach": Op(dtype="any", finite_grad=False), "clone": Op(dtype="any"), "contiguous": Op(dtype="any"),
     # finite value but unbounded or infinite derivative somewhere (exp: overflow to inf)
-    "exp": Op(finite_grad=False), "sqrt": Op(finite_grad=False), "rsqrt": Op(finite_grad=False),
-    "log": Op(finite_grad=False), "log1p": Op(finite_grad=False), "reciprocal": Op(finite_grad=False),
-    "pow": Op(finite_grad=False),
+    "exp": Op(finite_grad=False, autocast=True), "sqrt": Op(finite_grad=False),
+    "rsqrt": Op(finite_grad=False, autocast=True),
+    "log": Op(finite_grad=False, autocast=True), "log1p": Op(finite_grad=False, autocast=True),
+    "reciprocal": Op(finite_grad=False, autocast=True),
+    "pow": Op(finite_grad=False, autocast=True),
     # activations that raise on int and bool tensors
-    "softplus": Op(raises=True, finite_grad=False), "mish": Op(raises=True, finite_grad=False),
+    "softplus": Op(raises=True, finite_grad=False, autocast=True), "mish": Op(raises=True, finite_grad=False),
     "elu": Op(raises=True), "selu": Op(raises=True),
     "celu": Op(raises=True), "hardswish": Op(raises=True), "hardsigmoid": Op(raises=True),
     "logsigmoid": Op(raises=True, finite_grad=False), "relu6": Op(dtype="any", raises=True),
@@ -116,10 +122,14 @@ ELEMENTWISE: dict[str, Op] = {
     # piecewise constant: zero derivative; keep ints, raise on bool
     "floor": Op(dtype="any", raises=True), "ceil": Op(dtype="any", raises=True),
     "round": Op(dtype="any", raises=True), "trunc": Op(dtype="any", raises=True),
-    "square": Op(finite_grad=False), "expm1": Op(finite_grad=False), "sinh": Op(finite_grad=False),
-    "softmax": Op(raises=True, dim_arg=True, finite_grad=False),
-    "log_softmax": Op(raises=True, dim_arg=True, finite_grad=False),
+    "square": Op(finite_grad=False, autocast=True), "expm1": Op(finite_grad=False, autocast=True),
+    "sinh": Op(finite_grad=False, autocast=True),
+    "softmax": Op(raises=True, dim_arg=True, finite_grad=False, autocast=True),
+    "log_softmax": Op(raises=True, dim_arg=True, finite_grad=False, autocast=True),
 }
+# Op.autocast for arithmetic: `x ** n` (`__pow__`) and `n / x` (`__rtruediv__`, torch's
+# `x.reciprocal() * n`) autocast to float32 on CUDA; `x / n`, `x * n`, `x + n`, `n - x` do not.
+AUTOCAST_ARITHMETIC = {"x ** n", "n / x"}
 # Outside ELEMENTWISE, the ops whose backward only routes, sums or masks the gradient (views,
 # indexing, joins, sums, dtype casts, masks): zero in, zero out, at NaN and +-inf too. Any other
 # call in a branch value (matmul, norm, amax, ...) counts as not finite_grad, except the static

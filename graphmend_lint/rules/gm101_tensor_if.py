@@ -78,6 +78,11 @@ class TensorIfRule(base.GraphMendRule):
     `isinstance(self.limit, (int, float))` are constants while Dynamo traces: no graph break, no
     runtime cost; under dynamic shapes a shape comparison becomes a guard (measured on torch 2.13
     CPU: one graph, forward and gradients equal to the eager original under aot_eager and inductor).
+    Autocast changes dtypes the source cannot see: CUDA autocast runs `exp`, `log`, `pow`/`**`,
+    `softmax` and a few more (PyTorch's autocast op reference) in float32 for a float16/bfloat16
+    input, so `torch.where(c, h.exp(), h)` would be float32 where the `if` keeps `h` float16. Where
+    one branch value has such an op and the other not, the compiled path also checks
+    `(h.dtype == torch.float32 or not torch.is_autocast_enabled(h.device.type))`, a constant while tracing.
     Accepted shapes: the same names assigned in every branch; `return` in every branch (tuples
     element by element); an `if` without `else` updating a name bound before it
     (`h = torch.where(c, f(h), h)`); `elif` chains (nested `torch.where`, safe or unsafe). A

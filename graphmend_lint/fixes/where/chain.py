@@ -48,6 +48,8 @@ class Chains(Values):
                 inner.ops.insert(0, op)
                 if isinstance(node.operator, cst.Power) and not _power_one(node.right):
                     inner.bad_grad.append(f"`** {code(node.right)}`")  # x ** 2: 2x, NaN at NaN and inf
+                if isinstance(node.operator, cst.Power) and "x ** n" in T.AUTOCAST_ARITHMETIC:
+                    inner.autocast.append(f"`** {code(node.right)}`")
                 return inner
             if left_num and not right_num and not isinstance(node.operator, cst.Power):
                 inner = self.chain(node.right, depth + 1)
@@ -57,6 +59,8 @@ class Chains(Values):
                 inner.ops.insert(0, SYMBOLS[type(node.operator).__name__])
                 if isinstance(node.operator, cst.Divide):
                     inner.bad_grad.append(f"`{code(node.left)} / ...`")
+                    if "n / x" in T.AUTOCAST_ARITHMETIC:
+                        inner.autocast.append(f"`{code(node.left)} / ...`")
                 return inner
             return None
         if isinstance(node, cst.Call):
@@ -78,6 +82,8 @@ class Chains(Values):
             inner.ops.insert(0, f"`{op}`")
             if not e.finite_grad:
                 inner.bad_grad.append(f"`{op}`")
+            if e.autocast:
+                inner.autocast.append(f"`{op}`")
             return inner
         return None
 

@@ -201,6 +201,13 @@ class Prover(Totality, Chains):
             why = f"`{ca.base}` is not provably floating (needed for {ops} to keep its dtype)"
             self.checks[why] = f"{ca.base}.is_floating_point()"
             v.missing.append(why)
+        if bool(ca.autocast) != bool(cb.autocast):  # one value float32 under CUDA autocast, the other not
+            ops = ", ".join(dict.fromkeys(ca.autocast + cb.autocast))
+            why = (f"{ops} may give float32 for a float16/bfloat16 `{ca.base}` under autocast (CUDA's does), "
+                   "and torch.where would promote the other value")
+            f32, enabled = code(self.torch("torch.float32")), code(self.torch("torch.is_autocast_enabled"))
+            self.checks[why] = f"({ca.base}.dtype == {f32} or not {enabled}({ca.base}.device.type))"
+            v.missing.append(why)
         bad = ca.bad_grad + cb.bad_grad
         if self._guardable(sides, ca.bad_grad, cb.bad_grad):
             # every such op has a finite derivative at 1.0 (tests/test_gm1_tables.py)

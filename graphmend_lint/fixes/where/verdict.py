@@ -44,6 +44,7 @@ class Chain:
     needs_float: bool  # some op keeps the dtype only for floating tensors
     ops: list[str]  # op names, outermost first
     bad_grad: list[str]  # ops whose derivative is not finite everywhere
+    autocast: list[str] = field(default_factory=list)  # ops CUDA autocast runs in float32 (Op.autocast)
 
 
 class GapKind(enum.Enum):
