@@ -141,8 +141,9 @@ class Checks(Values):
         if self.b.qualify(call.func) not in ("torch.tensor", "torch.as_tensor") or not call.args:
             return None, None
         data, rest = call.args[0], call.args[1:]
-        name = dotted(data.value)
-        if data.keyword is not None or data.star or name is None:
+        literal = _number_literals(data.value)
+        name = dotted(data.value) if not literal else None
+        if data.keyword is not None or data.star or name is None and not literal:
             return None, None
         for a in rest:
             kw = a.keyword.value if a.keyword is not None else None
@@ -152,6 +153,8 @@ class Checks(Values):
             if kw == "device" and isinstance(a.value, cst.Attribute) and a.value.attr.value == "device":
                 continue
             return None, None
+        if literal:  # `torch.tensor(False)`, `torch.tensor([0.5, 1])`: nothing to check
+            return "", None
         return (f"`{name}` is not provably a flat list of numbers (`{code(call.func)}` raises on other data "
                 "when its branch is not taken)",
                 f"isinstance({name}, (list, tuple)) and all(isinstance(v, (int, float)) for v in {name})")
@@ -214,3 +217,15 @@ def float_literal(call: cst.Call) -> float | None:
     except (ValueError, TypeError):
         return None
 
+
+def _number_literals(e: cst.BaseExpression) -> bool:
+    """A number or bool literal, or a flat list or tuple of them: data `torch.tensor` always takes."""
+    if isinstance(e, (cst.List, cst.Tuple)):
+        return all(not isinstance(el, cst.StarredElement) and _number(el.value) for el in e.elements)
+    return _number(e)
+
+
+def _number(e: cst.BaseExpression) -> bool:
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+        e = e.expression
+    return isinstance(e, (cst.Integer, cst.Float)) or isinstance(e, cst.Name) and e.value in ("True", "False")
