@@ -138,6 +138,45 @@ def test_cross_module_helpers(tmp_path):
     assert got["model.py"] == []
 
 
+def test_helpers_called_only_in_eager_are_not_compiled(tmp_path):
+    """torch_geometric's `if not is_compiling(): self._index_select_safe(...)` and the like: a call that
+    never runs compiled makes no helper compiled, in the same file or another (the index's edges
+    and the file's own scope agree); a one-line body and the test itself still count."""
+    helper = "\n    if x.sum() > 0:\n        print('slow path')\n    return x\n"
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": "".join(f"def {n}(x):{helper}\n\n" for n in ("safe", "timing", "after", "jit", "inline")),
+        "pkg/model.py": """
+            import torch
+            from torch import nn
+            from .helpers import safe, timing, after, jit, inline
+
+
+            class M(nn.Module):
+                def _check(self, x):
+                    if x.min() < 0:
+                        raise ValueError("negative")
+                    return x
+
+                def forward(self, x, flag: bool = True):
+                    if not torch.compiler.is_compiling():
+                        self._check(x)
+                        safe(x)
+                    if flag and not torch.compiler.is_compiling():
+                        timing(x)
+                    if torch.jit.is_scripting():
+                        jit(x)
+                    if not torch.compiler.is_compiling(): inline(x)
+                    if torch.compiler.is_compiling():
+                        return x * 2
+                    return after(x)
+            """,
+    })
+    got = lint(paths)
+    assert got["model.py"] == []
+    assert got["helpers.py"] == [(26, "GM101"), (27, "GM201")]  # `inline` (its line holds the test)
+
+
 ROPE = """
     from functools import wraps
 

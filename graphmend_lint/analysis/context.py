@@ -7,12 +7,10 @@ import libcst as cst
 
 from .. import fastwalk
 from .bindings import Bindings, dotted
-from .tables import IS_COMPILING, IS_COMPILING_NAMES
+from .tables import IS_COMPILING, IS_COMPILING_NAMES, NOT_COMPILING
 
 Parent = Callable[[cst.CSTNode], "cst.CSTNode | None"]
 
-# False under Dynamo: TorchScript-only tests (`if torch.jit.is_scripting():` never runs compiled).
-NOT_COMPILING = {"torch.jit.is_scripting", "torch.jit.is_tracing", "torch._C._get_tracing_state"}
 NameConst = Callable[[str], "bool | None"]
 GRAD_OFF = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 

@@ -17,6 +17,7 @@ import libcst as cst
 from .. import fastwalk  # read-only walk without libcst's node rebuilding
 from . import external
 from .bindings import Bindings, dotted
+from .context import compile_value, runs_only_in_eager
 from .tables import COMPILE_FUNCS, DISABLE_FUNCS, MODULE_BASE_SUFFIXES
 
 
@@ -269,7 +270,7 @@ class CompiledScope:
             owner = idx.class_of.get(outer)
         out = self._wrappers(f)
         enclosing = self._enclosing(f)  # defs whose nested defs `f` can call by name
-        for call in idx.calls.get(f, []):
+        for call in self._compiled_calls(f):
             name = dotted(call.func)
             if name is None:
                 continue
@@ -290,6 +291,15 @@ class CompiledScope:
         # functions defined inside f run when f calls them
         out.extend(self._children.get(f, []))
         return out
+
+    def _compiled_calls(self, f: cst.FunctionDef) -> list[cst.Call]:
+        """The calls of `f` that may run under compile: not those in `if not is_compiling():` and the
+        like (context.runs_only_in_eager), looked for only where `f` calls such a check."""
+        calls = self.index.calls.get(f, [])
+        if not any(compile_value(c, self.b) is not None for c in calls):
+            return calls
+        up = fastwalk.parents(f).get
+        return [c for c in calls if not runs_only_in_eager(c, up, self.b)]
 
     def _closure(self, roots: set[cst.FunctionDef]) -> set[cst.FunctionDef]:
         if self.mode == "all":

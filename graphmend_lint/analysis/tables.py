@@ -23,6 +23,8 @@ IS_COMPILING = {
 }
 # Bare names that are compile checks even when imported relatively (transformers' own code).
 IS_COMPILING_NAMES = {"is_torchdynamo_compiling", "is_compiling"}
+# False under Dynamo: TorchScript-only tests (`if torch.jit.is_scripting():` never runs compiled).
+NOT_COMPILING = {"torch.jit.is_scripting", "torch.jit.is_tracing", "torch._C._get_tracing_state"}
 
 # Reductions: without a `dim`/`axis` argument the result is a 0-d tensor.
 # Value: result dtype ("same" = input's; "bool"; "int"; "float"; "sum" = int64 for bool/int input).
