@@ -388,7 +388,7 @@ def test_masked_checks_fall_back_to_the_if(name, breaks):
     with too few dims for its index), none of them selecting anything: eager never runs the update;
     the trace-time checks fail, so the compiled code runs the `if` too (one break per failed check,
     the eager result) where the update alone or torch.where would have raised. (A 1-d mask fits
-    `pad[..., None, :]`: that update runs alone.)"""
+    `pad[..., None, :]`: that update runs alone. Gradients off: the updated tensor is a parameter.)"""
     case = FIXTURES / "GM101" / name
     orig, inputs = _make(case, "mo")
     fixed, _ = _make(case.with_name(case.stem + ".fixed.py"), "mf")
@@ -397,8 +397,9 @@ def test_masked_checks_fall_back_to_the_if(name, breaks):
     for pad, expected in zip(pads, breaks):
         with pytest.raises((RuntimeError, IndexError)):
             _call(orig, (*head, torch.ones_like(pad)))  # the update itself, when it runs
-        want, want_g, _ = _call(orig, (*head, pad))
-        got, got_g, n = _call(fixed, (*head, pad), "aot_eager")
+        with torch.no_grad():
+            want, want_g, _ = _call(orig, (*head, pad))
+            got, got_g, n = _call(fixed, (*head, pad), "aot_eager")
         assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True), pad
         assert n == expected, pad
 
@@ -573,10 +574,41 @@ def test_masked_updates_fall_back_with_gradients_or_an_integer_dtype():
     fixed, _ = _make(view.with_name(view.stem + ".fixed.py"), "vf")
     q, negatives, _ = inputs[1]
     for logits, expected in ((torch.arange(6).reshape(3, 2), 1), (torch.randn(3, 2), 0)):
-        want, _, _ = _call(orig, (q, negatives, logits))
-        got, _, breaks = _call(fixed, (q, negatives, logits), "aot_eager")
+        with torch.no_grad():  # `logits` is a parameter: with gradients on the `if` runs (next test)
+            want, _, _ = _call(orig, (q, negatives, logits))
+            got, _, breaks = _call(fixed, (q, negatives, logits), "aot_eager")
         assert _same(want, got, exact=True) and breaks == expected
         assert _call(orig, (q, negatives, logits), "aot_eager")[2] == 1
+        assert _call(fixed, (q, negatives, logits), "aot_eager")[2] == 1
+
+
+def test_masked_update_of_a_caller_tensor_saved_for_backward():
+    """monai VISTA3D's form: the caller saved the tensor for backward (`y = w * t`), the mask selects
+    nothing. The update alone would still bump the tensor's version, so `y.backward()` would raise
+    where the `if` never ran it; the fix's `not torch.is_grad_enabled()` runs the `if` (one break).
+    Left (rules/GM101.md): a tensor saved with gradients on and then updated in a no_grad call."""
+    case = FIXTURES / "GM101" / "invalid_masked_update_of_caller_tensor.py"
+    fixed = _module(case.with_name(case.stem + ".fixed.py"), "sv").Combine()
+    assert "is_grad_enabled" in case.with_name(case.stem + ".fixed.py").read_text(encoding="utf-8")
+    run = torch.compile(fixed.combine, backend="aot_eager")
+    w, t = torch.randn(2, 3, requires_grad=True), torch.randn(2, 3)
+    y = (w * t).sum()  # saves t
+    with _graph_breaks() as log:
+        run(t, torch.zeros(2, 3, dtype=torch.bool))
+    y.backward()  # the unguarded update alone raised here
+    assert torch.equal(w.grad, t) and log.count == 1
+    for where in ("update alone", "no_grad call"):
+        torch._dynamo.reset()
+        w, t = torch.randn(2, 3, requires_grad=True), torch.randn(2, 3)
+        y = (w * t).sum()
+        if where == "update alone":
+            t[torch.zeros(2, 3, dtype=torch.bool)] = -1
+        else:
+            with torch.no_grad(), _graph_breaks() as log:
+                run(t, torch.zeros(2, 3, dtype=torch.bool))
+            assert log.count == 0
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
 
 
 def test_buffer_tests_are_real_breaks():

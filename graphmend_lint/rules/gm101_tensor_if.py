@@ -253,7 +253,11 @@ class TensorIfRule(base.GraphMendRule):
     `logits[1:][neg_is_pos] = float("-inf")`): where the test is False the mask selects no element
     and the updates change nothing, so under compile they run alone, checked while tracing that
     autograd does not track `x` (an in-place update of a tracked tensor changes its `grad_fn` and
-    raises on a leaf, even when it selects nothing; with gradients on, the `if` runs as before):
+    raises on a leaf, even when it selects nothing; with gradients on, the `if` runs as before),
+    and, where `x` comes from the caller (a parameter, `self.x`), that gradients are off: an op
+    there may have saved `x` for backward (`y = w * x`), and an update of no element still bumps
+    its version, so that backward would raise (monai's VISTA3D form, found by an audit; not seen:
+    a tensor saved with gradients on, then updated by a call under `no_grad`, then backward):
     `if torch.compiler.is_compiling() and not x.requires_grad: x[x == 0] = 1` then `elif` the
     original. The mask is an elementwise test of a name (`x == 0`, `torch.isnan(x)`: bool) or a
     bool name `mask` (its dtype checked), used as tested or, for a name, with basic indexing

@@ -22,7 +22,10 @@ Y.shape[:Q.dim()]`, `masked_fill_` a broadcast that keeps `Y`'s shape), the valu
 overflow). `v` is a number literal or `float("-inf")`-like; `Y` a name or a view of one with basic
 indexing (`logits[1:]`, its index checked like `Q`'s). `not Y.requires_grad` (a constant while tracing): an in-place
 update of a tensor that autograd tracks would change its `grad_fn` (and raise on a leaf), even
-when it selects nothing. `Z.is_contiguous()` (`Z`: `Y` or the tensor `Y` views): an update of
+when it selects nothing; where `Y` comes from the caller (a parameter, `self.`), also gradients off
+(`not torch.is_grad_enabled()`): an op there may have saved it for backward (`y = w * Y`), and
+an update, even of no element, bumps its version, so that backward raises (found by an audit).
+`Z.is_contiguous()` (`Z`: `Y` or the tensor `Y` views): an update of
 a tensor whose elements share memory (an `expand`ed input) raises under compile even when it
 selects nothing ("more than one element of the written-to tensor refers to a single memory
 location", found by an audit), where the `if` never ran it. Measured on torch 2.13 (graph_breaks log): visual_bert's guard is 1
@@ -189,6 +192,11 @@ def _checks(prover: Prover, x: str, bool_mask: bool, mask: cst.BaseExpression, u
     if fill and math.isfinite(value) and abs(value) > 65504:
         out.append(f"{y}.dtype != {code(prover.torch('torch.float16'))}")  # masked_fill_ raises on overflow
     out.append(f"not {y}.requires_grad")
+    root = (code(target.value) if isinstance(target, cst.Subscript) else y).split(".")[0].split("[")[0]
+    if root in prover.ff.params and not prover.grad_off:
+        # a tensor from the caller may be saved for backward by an op there (`y = w * t`): an update,
+        # even of no element, bumps its version and that backward raises, where the `if` never ran it
+        out.append(f"not {code(prover.torch('torch.is_grad_enabled'))}()")
     # an update of a tensor whose elements share memory (an `expand`ed input) raises even when it
     # selects nothing; a contiguous tensor, and a basic-indexing view of one, has none that do
     base = code(target.value) if isinstance(target, cst.Subscript) else y
@@ -244,5 +252,8 @@ def fix(rule, node: cst.If, func: cst.FunctionDef) -> Fix | None:
         checks += [c for c in more if c not in checks]
     is_compiling, needs = rule.spell("torch.compiler.is_compiling")
     test = cst.parse_expression(f"{is_compiling}() and {' and '.join(checks)}")
-    return Fix(runs_alone(node, test, stmts), Safety.SAFE, TITLE.format(x=" and ".join(checks)),
-               needs or prover.imports)
+    title = TITLE.format(x=" and ".join(checks))
+    if f"not {code(prover.torch('torch.is_grad_enabled'))}()" in checks:
+        title += ("; with gradients on, the `if` runs as before (the updated tensor comes from the caller, "
+                  "where an op may have saved it for backward)")
+    return Fix(runs_alone(node, test, stmts), Safety.SAFE, title, needs or prover.imports)
