@@ -211,8 +211,15 @@ def _torch_differs(source: str, harness: str, i: int, args, what: str, fixed_val
     AssertionError`, which Dynamo turns into a RuntimeError the handler does not catch)."""
     if what not in ("output", "gradients", "exception"):
         return False
-    _, orig_fn, _ = _build(source, harness, "orig-compiled")
-    c = _observe_compiled(torch.compile(orig_fn, backend="aot_eager"), args, i)
+    _, orig_fn, inputs = _build(source, harness, "orig-compiled")
+    torch._dynamo.reset()
+    compiled = torch.compile(orig_fn, backend="aot_eager")
+    try:  # the same calls before input `i` as the fixed program had: the same recompiles (seed 10792)
+        for j in range(i):
+            _observe_compiled(compiled, inputs[j], j)
+        c = _observe_compiled(compiled, args, i)
+    finally:
+        torch._dynamo.reset()
     return _close({"output": c.output, "gradients": c.grads, "exception": c.error}[what], fixed_value)
 
 

@@ -209,6 +209,44 @@ def test_compiled_oracle_allows_torch_compiles_own_exceptions():
     assert out.safe_fixes and not out.failures, _report(program, out)
 
 
+@pytest.mark.slow
+def test_compiled_oracle_replays_the_calls_before_the_input():
+    """Seed 10792: the compiled original, called on inputs 0..1 as the fixed program was, also gives
+    the Linear's parameters zero gradients where eager gives None (its output is unused after a break:
+    AOTAutograd fills that graph output's gradient with zeros); run on input 1 alone it did not, and
+    the oracle blamed the fix."""
+    program = fuzzgen.generate(fuzzgen.RandomChooser(10792))
+    out = fuzzcheck.check_program(program.source, program.harness, compiled=True)
+    assert out.safe_fixes and not out.failures, _report(program, out)
+
+
+def test_torch_compile_leaks_nan_through_an_unused_graph_output_without_any_fix():
+    """Seed 10962 (summary_9400_12399.md): a value with a NaN derivative whose graph output gets no
+    gradient (replaced after a break) still runs its backward under aot_eager, with a zero gradient,
+    and 0 * NaN reaches the input. No fix here; a fix that removes a break before such a value puts it
+    in the same graph as values that do get gradients, which is how that seed showed it. If this
+    fails, torch no longer does it."""
+    import torch
+
+    def step(x, c):
+        h = x * 1.0
+        z = x * 2
+        h = h + torch.sqrt(h)  # derivative NaN where x < 0
+        if not torch.all(c >= 0):  # a graph break
+            h = torch.ones_like(h) * 3  # no gradient flows to the sqrt
+        return h + z.mean()
+
+    x = torch.tensor([[-1.0, 2.0], [3.0, -4.0]], requires_grad=True)
+    eager = torch.autograd.grad(step(x, -torch.ones(2, 2)).sum(), x)[0]
+    torch._dynamo.reset()
+    try:
+        compiled = torch.autograd.grad(torch.compile(step, backend="aot_eager")(x, -torch.ones(2, 2)).sum(), x)[0]
+    finally:
+        torch._dynamo.reset()
+    assert torch.equal(eager, torch.full((2, 2), 2.0))
+    assert torch.equal(compiled.isnan(), x.detach() < 0)
+
+
 def test_the_no_gradient_excuse_is_narrow():
     """fuzzcheck._no_gradient_either_way: only "no input gets a gradient" on both sides counts."""
     import torch
