@@ -214,6 +214,12 @@ class TensorIfRule(base.GraphMendRule):
     IndexError) and Inductor (its bounds assertion) raise on the unguarded form; the guarded one
     runs in one graph.
 
+    Not a fix's doing, yet seen through one: AOTAutograd runs the backward of a graph output that no
+    gradient reaches with a zero gradient, where eager autograd never runs it, so a value with a NaN
+    or infinite derivative there (`torch.sqrt` of a negative, the taken branch) gives `0 * NaN` in
+    the gradients of inputs the same graph also uses. Removing a break can put such a value in one
+    graph with those inputs (fuzz seed 10962); `tests/test_fuzz.py` shows the same without any fix.
+
     A torch layer called in a branch (`h = self.proj(h)`, `x = self.norm(x)`, its `__init__` store
     `self.proj = nn.Linear(...)`: Linear, LayerNorm, ReLU, SiLU, GELU, Tanh, Sigmoid, Identity,
     Dropout) gets the compile-only form too, behind checks made while tracing: the module is exactly
