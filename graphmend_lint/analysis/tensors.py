@@ -104,6 +104,7 @@ class _Assignments(cst.CSTVisitor):
     def __init__(self, func: cst.FunctionDef | None) -> None:
         self.func = func
         self.values: dict[str, list[cst.BaseExpression | None]] = {}
+        self.loops: dict[str, list[cst.BaseExpression]] = {}  # loop target -> what it iterates over
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return node is self.func
@@ -133,7 +134,26 @@ class _Assignments(cst.CSTVisitor):
             )
 
     def visit_For(self, node: cst.For) -> None:
-        self._bind(node.target, None)
+        self._bind_loop(node.target, node.iter)
+
+    def _bind_loop(self, target: cst.BaseExpression, it: cst.BaseExpression) -> None:
+        """A loop target is bound to None (unknown), as unpackings are; a name that takes the
+        elements of `it` (also through `zip(a, b)` and `enumerate(a)` unpacked) records `it`."""
+        call = it.func.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) else None
+        parts = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
+        if call in ("zip", "enumerate") and parts is not None and not any(a.star or a.keyword for a in it.args) \
+                and not any(isinstance(e, cst.StarredElement) for e in parts):
+            if call == "zip" and len(it.args) == len(parts):
+                for e, a in zip(parts, it.args):
+                    self._bind_loop(e.value, a.value)
+                return
+            if call == "enumerate" and len(it.args) == 1 and len(parts) == 2:
+                self._bind(parts[0].value, None)
+                self._bind_loop(parts[1].value, it.args[0].value)
+                return
+        if isinstance(target, cst.Name) and call not in ("zip", "enumerate", "range"):
+            self.loops.setdefault(target.value, []).append(it)
+        self._bind(target, None)
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
@@ -161,6 +181,7 @@ class FunctionFacts:
         collector = _Assignments(func)
         fastwalk.visit(func, collector)
         self.assigned = collector.values
+        self.loops = collector.loops
         self.params: dict[str, cst.Param] = {}
         for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
             self.params[p.name.value] = p
@@ -257,11 +278,21 @@ class FunctionFacts:
         self._active[name] = assume
         try:
             values = [self.value(v, depth + 1) if v is not None else UNKNOWN for v in self.assigned[name]]
+            iters = self.loops.get(name)
+            if iters and self.assigned[name].count(None) == len(iters):  # every unknown binding is a loop's
+                elements = iter(iters)
+                values = [self._element(next(elements), depth) if v is None else got
+                          for v, got in zip(self.assigned[name], values)]
         finally:
             del self._active[name]
         if param is not None:
             values.append(param)
         return values
+
+    def _element(self, it: cst.BaseExpression, depth: int) -> Value:
+        """What a loop over `it` binds: a tensor's elements are tensors (`for start in ptr:`)."""
+        inner = self.value(it, depth + 1)
+        return tensor(dtype=inner.dtype) if inner.is_tensor else UNKNOWN
 
     def _param(self, name: str) -> Value:
         ann = self.params[name].annotation
