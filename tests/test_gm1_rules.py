@@ -195,7 +195,8 @@ def findings(body: str, code: str = "GM101"):
     # none of a basic-indexed view of it is; the update alone runs under compile, checked while tracing
     ("if mask.any():\n    x[mask[:, None]] = 0\nreturn h\n", "safe", "mask.dtype == torch.bool and mask[:, None].dim() <= x.dim()"),
     ("if mask.sum() > 0:\n    x.masked_fill_(mask[..., None], -2.5)\nreturn h\n", "safe", "x.is_floating_point() and not x.requires_grad"),
-    ("if (x == 0).any():\n    x[x == 0] = 1\nreturn h\n", "safe", "checked while tracing (`isinstance(x, torch.Tensor) and not x.requires_grad and x.is_contiguous()`)"),
+    ("if (x == 0).any():\n    x[x == 0] = 1\nreturn h\n", "safe", "checked while tracing (`isinstance(x, torch.Tensor) and not x.requires_grad and not torch.is_grad_enabled() "
+     "and x.is_contiguous()`)"),  # x is a parameter: the caller may have saved it for backward
     ("if (x == 0).any():\n    x[(x == 0)[0]] = 1\nreturn h\n", "none", "side effects"),  # only a name's mask is indexed
     ("if mask.any():\n    x[mask[idx]] = 0\nreturn h\n", "none", "side effects"),  # advanced indexing
     ("if mask.any():\n    x[mask[:, None]] = 1e40\nreturn h\n", "none", "side effects"),  # no dtype holds it
@@ -638,7 +639,8 @@ class M(nn.Module):
 def test_masked_update_of_an_expanded_input_keeps_the_if():
     """An audit of the no-op guard form: run alone under compile, `y.masked_fill_(m, 0.0)` on an
     `expand`ed input raised (its elements share memory) where the `if` selected nothing and never
-    ran it. The form now also checks `y.is_contiguous()` while tracing: an expanded `y` keeps the `if`."""
+    ran it. The form now also checks `y.is_contiguous()` while tracing: an expanded `y` keeps the `if`.
+    (Gradients off: `y` is a parameter, so the form also needs them off.)"""
     import torch
 
     fixed = engine.check(MASKED_INPUT.encode(), Settings(), fix=True).source.decode()
@@ -650,10 +652,11 @@ def test_masked_update_of_an_expanded_input_keeps_the_if():
     for y, breaks in ((torch.randn(1, 4).expand(3, 4), 1), (torch.randn(3, 4), 0)):
         want = MODEL_RUN(y, none)
         torch._dynamo.reset()
-        got = torch.compile(model, backend="aot_eager")(y, none)
-        assert torch.equal(got, want)
-        torch._dynamo.reset()
-        assert torch._dynamo.explain(model)(y, none).graph_break_count == breaks
+        with torch.no_grad():
+            got = torch.compile(model, backend="aot_eager")(y, none)
+            assert torch.equal(got, want)
+            torch._dynamo.reset()
+            assert torch._dynamo.explain(model)(y, none).graph_break_count == breaks
     torch._dynamo.reset()
 
 
