@@ -669,6 +669,21 @@ def test_autocast_check_falls_back_to_the_if():
         assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True) and breaks == 1
 
 
+def test_autocast_check_on_a_device_without_autocast():
+    """`torch.is_autocast_enabled("meta")` raises; the check asks `is_autocast_available` first, so a
+    model run on meta tensors compiles the fix (one graph), bfloat16 or not."""
+    _, fixed, inputs = _autocast_case("me")
+    fixed = fixed.to("meta", torch.bfloat16)
+    torch._dynamo.reset()
+    with _graph_breaks() as log, torch.no_grad():
+        out = torch.compile(fixed, backend="aot_eager")(torch.zeros(3, 4, device="meta", dtype=torch.bfloat16),
+                                                       torch.ones(3, 4, device="meta"))
+    torch._dynamo.reset()
+    assert out.device.type == "meta" and out.dtype == torch.bfloat16 and log.count == 0
+    with pytest.raises(RuntimeError):
+        torch.is_autocast_enabled("meta")
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_autocast_keeps_the_dtype_of_the_untaken_value():
     """CUDA autocast runs `exp` in float32: torch.where(c, h.exp(), h) is float32 on both branches,

@@ -206,7 +206,9 @@ class Prover(Totality, Chains):
             why = (f"{ops} may give float32 for a float16/bfloat16 `{ca.base}` under autocast (CUDA's does), "
                    "and torch.where would promote the other value")
             f32, enabled = code(self.torch("torch.float32")), code(self.torch("torch.is_autocast_enabled"))
-            self.checks[why] = f"({ca.base}.dtype == {f32} or not {enabled}({ca.base}.device.type))"
+            available = code(self.torch("torch.amp.is_autocast_available"))  # `is_autocast_enabled("meta")` raises
+            dev = f"{ca.base}.device.type"
+            self.checks[why] = f"({ca.base}.dtype == {f32} or not ({available}({dev}) and {enabled}({dev})))"
             v.missing.append(why)
         bad = ca.bad_grad + cb.bad_grad
         if self._guardable(sides, ca.bad_grad, cb.bad_grad):
