@@ -82,9 +82,10 @@ class TensorIfRule(base.GraphMendRule):
     `softmax` and a few more (PyTorch's autocast op reference) in float32 for a float16/bfloat16
     input, so `torch.where(c, h.exp(), h)` would be float32 where the `if` keeps `h` float16. Where
     one branch value has such an op and the other not, the compiled path also checks
-    `(h.dtype == torch.float32 or not (torch.amp.is_autocast_available(h.device.type) and
-    torch.is_autocast_enabled(h.device.type)))`, a constant while tracing (the first call keeps the
-    second from raising on devices without autocast, such as `meta`).
+    `(h.dtype == torch.float32 or h.is_cpu or (h.is_cuda and not torch.is_autocast_enabled()))`,
+    constants while tracing: CPU autocast keeps those ops' dtypes (measured), CUDA's state is the
+    call without a device (the form TorchScript compiles too), and a half tensor on another device
+    runs the `if`.
     Accepted shapes: the same names assigned in every branch; `return` in every branch (tuples
     element by element); an `if` without `else` updating a name bound before it
     (`h = torch.where(c, f(h), h)`); `elif` chains (nested `torch.where`, safe or unsafe). A

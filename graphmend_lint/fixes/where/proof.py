@@ -205,10 +205,11 @@ class Prover(Totality, Chains):
             ops = ", ".join(dict.fromkeys(ca.autocast + cb.autocast))
             why = (f"{ops} may give float32 for a float16/bfloat16 `{ca.base}` under autocast (CUDA's does), "
                    "and torch.where would promote the other value")
+            # CPU autocast keeps these ops' dtypes; CUDA's state is `is_autocast_enabled()` (the form
+            # TorchScript compiles too); other devices' half tensors run the `if`
             f32, enabled = code(self.torch("torch.float32")), code(self.torch("torch.is_autocast_enabled"))
-            available = code(self.torch("torch.amp.is_autocast_available"))  # `is_autocast_enabled("meta")` raises
-            dev = f"{ca.base}.device.type"
-            self.checks[why] = f"({ca.base}.dtype == {f32} or not ({available}({dev}) and {enabled}({dev})))"
+            b = ca.base
+            self.checks[why] = f"({b}.dtype == {f32} or {b}.is_cpu or ({b}.is_cuda and not {enabled}()))"
             v.missing.append(why)
         bad = ca.bad_grad + cb.bad_grad
         if self._guardable(sides, ca.bad_grad, cb.bad_grad):
