@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 # -- compile boundaries (read by the scope, the context and the project index) --------------------
 COMPILE_FUNCS = {"torch.compile", "torch._dynamo.optimize"}
-DISABLE_FUNCS = {"torch.compiler.disable", "torch._dynamo.disable", "torch.jit.ignore", "torch.jit.unused"}
+# `torch.jit.ignore` and `torch.jit.unused` are not among them: they matter to TorchScript only, Dynamo traces
+# such functions (measured: a tensor `if` in one breaks the graph).
+DISABLE_FUNCS = {"torch.compiler.disable", "torch._dynamo.disable"}
 # Bases from other files that are nn.Modules by convention (transformers' PreTrainedModel family).
 MODULE_BASE_SUFFIXES = ("PreTrainedModel",)
 # True under torch.compile: `if not <one of these>():` guards eager-only code.
