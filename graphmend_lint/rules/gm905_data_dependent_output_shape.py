@@ -14,8 +14,9 @@ class DataDependentOutputShapeRule(base.GraphMendRule):
     ## What it does
     Finds operators whose output shape depends on tensor values, in code that runs under
     `torch.compile`: `nonzero`, `argwhere`, one-argument `torch.where(cond)`, `masked_select`,
-    `unique`, `unique_consecutive`, and indexing with a boolean mask (`x[x > 0]`; assignments
-    such as `x[mask] = 0` keep the shape and are not reported).
+    `unique`, `unique_consecutive`, and indexing with a boolean mask (`x[x > 0]`, also
+    `x[mask] += 1`, which reads `x[mask]` first; an assignment such as `x[mask] = 0` keeps the shape
+    and is not reported).
 
     ## Why it breaks the graph
     Dynamo cannot give the result a static shape: GB0036 "Dynamic shape operator" (measured on
@@ -102,6 +103,17 @@ class DataDependentOutputShapeRule(base.GraphMendRule):
             import torch
             from torch import nn
 
+            class PromptEncoder(nn.Module):
+                def forward(self, points: torch.Tensor, labels: torch.Tensor):
+                    points[labels == 1] += self.weight
+                    return points
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
             class M(nn.Module):
                 def forward(self, x):
                     idx = torch.nonzero(x > 0)
@@ -129,8 +141,9 @@ class DataDependentOutputShapeRule(base.GraphMendRule):
         return X.qualified(self, attr.value) is not None  # np.unique, a module function
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if X.is_assign_target(node, self.parent):
-            return
+        up = self.parent(node)
+        if X.is_assign_target(node, self.parent) and not isinstance(up, cst.AugAssign):
+            return  # `x[mask] = v` keeps the shape; `x[mask] += v` reads `x[mask]` first
         for el in node.slice:
             if isinstance(el.slice, cst.Index) and self._bool_mask(node, el.slice.value):
                 self.report(node, self.MESSAGE.format(op="boolean-mask indexing"))
