@@ -112,7 +112,7 @@ def _is_none_test(test: cst.BaseExpression, name: str, negated: bool) -> bool:
 
 def none_here(rule, node: cst.CSTNode, name: str) -> bool:
     """An enclosing test proves `name is None` at `node` (`if name is None and ...:` around it), or the
-    statement before it in its block is `name = None`."""
+    statement before it in its block is `name = None` (or `name: T = None`)."""
     for child, up in context.ancestors(node, rule.parent):
         if isinstance(up, cst.FunctionDef):
             return False
@@ -127,6 +127,9 @@ def none_here(rule, node: cst.CSTNode, name: str) -> bool:
                     small = stmt.body[-1] if isinstance(stmt, cst.SimpleStatementLine) else None
                     if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
                             isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name:
+                        return isinstance(small.value, cst.Name) and small.value.value == "None"
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and \
+                            small.target.value == name:  # `mask: Optional[Tensor] = None` (fair-esm)
                         return isinstance(small.value, cst.Name) and small.value.value == "None"
                     if _rebinds(stmt, name):
                         return False
