@@ -177,6 +177,26 @@ def test_helpers_called_only_in_eager_are_not_compiled(tmp_path):
     assert got["helpers.py"] == [(26, "GM101"), (27, "GM201")]  # `inline` (its line holds the test)
 
 
+def test_a_helper_called_through_a_local_name_runs_compiled(tmp_path):
+    """nflows' `spline_fn = splines.rational_quadratic_spline` then `spline_fn(...)` in a forward: the
+    helper in another file runs compiled (audit: its breaks were not reported)."""
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/splines.py": "import torch\n\n\ndef spline(x):\n    if torch.any(x > 0):\n        print('spline')\n    return x\n",
+        "pkg/model.py": """
+            from torch import nn
+            from . import splines
+
+
+            class M(nn.Module):
+                def forward(self, x):
+                    spline_fn = splines.spline
+                    return spline_fn(x)
+            """,
+    })
+    assert lint(paths)["splines.py"] == [(5, "GM101"), (6, "GM201")]
+
+
 ROPE = """
     from functools import wraps
 
