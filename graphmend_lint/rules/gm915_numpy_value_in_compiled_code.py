@@ -4,6 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 from libcst.metadata import PositionProvider
 
+from ..analysis import context
 from ..analysis import numpy_values as NV
 from ..fixes import NoFix, numpy_math
 from . import base
@@ -149,7 +150,7 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
         func = self.compiled_function(node)
         if func is None or not self.facts.function(func).value(expr).numpy:
             return
-        found = NV.sources(self.facts, func, expr)
+        found = [s for s in NV.sources(self.facts, func, expr) if self._may_reach(func, expr, s)]
         if not found:
             return
         holder, call = found[0]
@@ -164,6 +165,17 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
         head = self.MESSAGE.format(what=what, call=f"{self.facts.bindings.qualify(call.func).replace('numpy.', 'np.')}(...)",
                                    line=line)
         self.report_fix(node, head, outcome, at=expr)
+
+    def _may_reach(self, func: cst.FunctionDef, read: cst.CSTNode, source: tuple) -> bool:
+        """A NumPy call of this function written after the read, with no loop around the read, cannot
+        give the value read (mmpretrain's `_set_range`: `value = np.clip(...)` inside the `if` whose
+        test reads the parameter `value`)."""
+        holder, call = source
+        if holder is not func or context.in_loop(read, self.parent):
+            return True
+        end = self.get_metadata(PositionProvider, read).end
+        made = self.get_metadata(PositionProvider, call).start
+        return (made.line, made.column) < (end.line, end.column)  # also a call inside the read
 
     def visit_If(self, node: cst.If) -> None:
         self._check(node, node.test, "`if`")
