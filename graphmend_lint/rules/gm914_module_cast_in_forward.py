@@ -19,9 +19,10 @@ class ModuleCastInForwardRule(base.GraphMendRule):
     attributes are tensors (their `.to()` is traced) and are not reported.
 
     ## Why it breaks the graph
-    Casting a module to another dtype replaces its parameters with new `nn.Parameter`s, which Dynamo
-    cannot create inside a graph: GB0264 "Attempted to use `torch.nn.Parameter()` constructor with
-    Dynamo" (measured on torch 2.13 for `.to(torch.float64)` and `.half()` of a float32 Linear).
+    Casting a module to another dtype or device replaces its parameters with new `nn.Parameter`s,
+    which Dynamo cannot create inside a graph: GB0264 "Attempted to use `torch.nn.Parameter()`
+    constructor with Dynamo" (measured on torch 2.13 for `.to(torch.float64)`, `.half()` and
+    `.to("meta")` of a float32 Linear on CPU; `.to("cpu")` there, no change, does not break).
     It only breaks when the cast changes something: a cast to the layer's current dtype is a no-op
     and does not break (measured), e.g. a float32 model whose router is float32 already.
 
@@ -51,7 +52,7 @@ class ModuleCastInForwardRule(base.GraphMendRule):
     NAME = "module-cast-in-forward"
     FIX = "none"
     MESSAGE = ("`self.{attr}.{cast}()` casts a layer inside compiled code: new parameters break the graph "
-               "when the dtype changes (GB0264); cast the layer once, outside the forward")
+               "when the dtype or device changes (GB0264); cast the layer once, outside the forward")
 
     VALID = [
         Valid(
