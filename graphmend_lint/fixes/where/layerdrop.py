@@ -127,7 +127,7 @@ def _fix_at_least(rule, node: cst.If | cst.IfExp, test: cst.BaseExpression, prob
     noop = no_fix_reason(rule, node, node.test, prob)
     if noop is not None:
         return NoFix(noop)
-    title = (f"fix: while tracing, `{prob} <= 0.0` (the usual config) decides the test, True, as a draw of "
+    title = (f"fix: while tracing, `{prob} <= 0.0` (LayerDrop's default, or a random transform switched off) decides the test, True, as a draw of "
              "torch.rand is never below 0.0 (the draw is still made, and kept, so later random numbers are "
              f"unchanged); eager runs the test unchanged. With `{prob}` > 0.0 the graph still breaks here: "
              "the draw decides on every call")
@@ -135,7 +135,7 @@ def _fix_at_least(rule, node: cst.If | cst.IfExp, test: cst.BaseExpression, prob
 
 
 def message(prob: str) -> str:
-    return (f"fix: while tracing, `{prob} <= 0.0` (the usual config) decides the test, as a draw of torch.rand "
+    return (f"fix: while tracing, `{prob} <= 0.0` (LayerDrop's default, or a random transform switched off) decides the test, as a draw of torch.rand "
             f"is never below 0.0 (the draw is still made, and kept, so later random numbers are unchanged); "
             f"eager runs the test unchanged. With `{prob}` > 0.0 the graph still breaks "
             "here: the draw decides on every call which layers run")
