@@ -66,7 +66,8 @@ def _reduction_dtype(rule: str, inp: str | None) -> str | None:
     return inp  # "same"
 
 
-def _is_number(node: cst.BaseExpression) -> str | None:
+def number_literal(node: cst.BaseExpression) -> str | None:
+    """"int" or "float" for a number literal (with a sign), else None."""
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
         node = node.expression
     if isinstance(node, cst.Integer):
@@ -76,7 +77,7 @@ def _is_number(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def _bool_literal(node: cst.BaseExpression | None) -> bool:
+def bool_literal(node: cst.BaseExpression | None) -> bool:
     return isinstance(node, cst.Name) and node.value in ("True", "False")
 
 
@@ -299,7 +300,7 @@ class FunctionFacts:
         if ann is not None:
             q = self.b.qualify(_optional_inner(ann.annotation))
             if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"):
-                if _is_number(self.params[name].default) or _bool_literal(self.params[name].default):
+                if number_literal(self.params[name].default) or bool_literal(self.params[name].default):
                     # fastspeech2_conformer's `output_attentions: torch.Tensor | None = False`: the default
                     # says a flag, the annotation a tensor; not provably a tensor (precision first)
                     return UNKNOWN
@@ -446,7 +447,7 @@ class FunctionFacts:
                 return STATIC
             vals = [self.value(o, depth + 1) for o in ops]
             if any(v.is_tensor for v in vals):
-                zero = all(v.zero_dim if v.is_tensor else _is_number(o) is not None for v, o in zip(vals, ops))
+                zero = all(v.zero_dim if v.is_tensor else number_literal(o) is not None for v, o in zip(vals, ops))
                 return tensor(zero and len(ops) == 2, "bool")
             return _join(vals)
         if isinstance(node, cst.BinaryOperation):
@@ -481,7 +482,7 @@ class FunctionFacts:
             same = left.dtype if left.dtype == right.dtype else None
             return tensor(left.zero_dim and right.zero_dim, same)
         t, other_node = (left, node.right) if left.is_tensor else (right, node.left)
-        num = _is_number(other_node)
+        num = number_literal(other_node)
         if num is None:
             return tensor(False, None) if (left.kind == "unknown" or right.kind == "unknown") else tensor(t.zero_dim, None)
         dtype = t.dtype if t.dtype == "float" or (t.dtype == "int" and num == "int" and not isinstance(node.operator, cst.Divide)) else None

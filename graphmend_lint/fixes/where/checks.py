@@ -6,6 +6,7 @@ import libcst as cst
 
 from ...analysis import tables as T
 from ...analysis.bindings import dotted
+from ...analysis.tensors import bool_literal, number_literal
 from ..syntax import code, literal_int, strip_parens
 from .values import Values
 from .verdict import FLOAT_DTYPES
@@ -220,12 +221,9 @@ def float_literal(call: cst.Call) -> float | None:
 
 def _number_literals(e: cst.BaseExpression) -> bool:
     """A number or bool literal, or a flat list or tuple of them: data `torch.tensor` always takes."""
+    def one(x: cst.BaseExpression) -> bool:
+        return number_literal(x) is not None or bool_literal(x)
+
     if isinstance(e, (cst.List, cst.Tuple)):
-        return all(not isinstance(el, cst.StarredElement) and _number(el.value) for el in e.elements)
-    return _number(e)
-
-
-def _number(e: cst.BaseExpression) -> bool:
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
-        e = e.expression
-    return isinstance(e, (cst.Integer, cst.Float)) or isinstance(e, cst.Name) and e.value in ("True", "False")
+        return all(not isinstance(el, cst.StarredElement) and one(el.value) for el in e.elements)
+    return one(e)

@@ -125,11 +125,9 @@ def none_here(rule, node: cst.CSTNode, name: str) -> bool:
             for stmt in reversed(before):
                 if name in names_in(stmt):
                     small = stmt.body[-1] if isinstance(stmt, cst.SimpleStatementLine) else None
-                    if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
-                            isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name:
-                        return isinstance(small.value, cst.Name) and small.value.value == "None"
-                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and \
-                            small.target.value == name:  # `mask: Optional[Tensor] = None` (fair-esm)
+                    target = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        else small.target if isinstance(small, cst.AnnAssign) else None  # `mask: T = None` too
+                    if isinstance(target, cst.Name) and target.value == name:
                         return isinstance(small.value, cst.Name) and small.value.value == "None"
                     if _rebinds(stmt, name):
                         return False
