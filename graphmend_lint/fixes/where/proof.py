@@ -16,6 +16,7 @@ from ..syntax import code, flatten, names_in
 from .chain import Chains
 from .inline import substitute
 from .total import Totality
+from .values import reads_data
 from .verdict import GRAD_OFF, SHAPES, Verdict
 
 
@@ -50,7 +51,7 @@ class Prover(Totality, Chains):
             c, v = self.condition(test.expression, always)
             return (self.call("torch.logical_not", c) if c is not None else None), v
         val = self.ff.value(test)
-        if val.kind == "data":
+        if val.kind == "data" or val.kind in ("static", "unknown") and not val.numpy and reads_data(self.ff, test):
             v.refuse = f"the test reads a Python value from tensor data (`{code(test)}`); keep it a tensor first"
             return None, v
         if val.kind == "mixed":

@@ -14,12 +14,39 @@ from .verdict import FINFO_ATTRS, FLOAT_DTYPES
 
 def breaks_on(ff, test: cst.BaseExpression) -> bool:
     """Python's truth test of `test` is where the graph breaks: some operand is a tensor (on some
-    paths at least: `skip = False`, then `skip = torch.rand([]) < p` in training), or a
-    Python value computed from tensor data right here (`x.item() > 0`). A Python bool computed
-    earlier (`flag = x.any().item()`) broke the graph where it was computed, not at the test.
+    paths at least: `skip = False`, then `skip = torch.rand([]) < p` in training), or holds a
+    Python value computed from tensor data right here (`x.item() > 0`, also beside a value the
+    analysis cannot see: `x.item() < self.p`). A Python bool computed earlier
+    (`flag = x.any().item()`) broke the graph where it was computed, not at the test.
     `not is_compiling() and <tensor test>` never evaluates the tensor test under compile."""
     if ff.short_circuited(test):
         return False
+    for atom in atoms(test):
+        val = ff.value(atom)
+        if val.kind in ("tensor", "mixed"):
+            return True
+        if not val.numpy and reads_data(ff, atom):
+            return True
+    return False
+
+
+class _DataCalls(cst.CSTVisitor):
+    """Whether a call below the node is a Python value read from tensor data (`.item()`)."""
+
+    def __init__(self, ff) -> None:
+        self.ff = ff
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        if not self.found and self.ff.value(node).kind == "data":
+            self.found = True
+        return not self.found
+
+
+def reads_data(ff, atom: cst.BaseExpression) -> bool:
+    v = _DataCalls(ff)
+    fastwalk.visit(atom, v)
+    return v.found
     for atom in atoms(test):
         val = ff.value(atom)
         if val.kind in ("tensor", "mixed"):
