@@ -24,8 +24,10 @@ def ancestors(node: cst.CSTNode, parent: Parent) -> Iterator[tuple[cst.CSTNode, 
 
 
 def enclosing_function(node: cst.CSTNode, parent: Parent) -> cst.FunctionDef | None:
-    for _, up in ancestors(node, parent):
-        if isinstance(up, cst.FunctionDef):
+    """The def whose body holds `node`. A def's decorators, defaults and annotations run where the
+    def statement runs (`eps: float = np.finfo(np.float32).eps.item()` once, at import)."""
+    for child, up in ancestors(node, parent):
+        if isinstance(up, cst.FunctionDef) and child is up.body:
             return up
     return None
 
@@ -149,9 +151,10 @@ def compile_value(expr: cst.BaseExpression, b: Bindings, names: NameConst | None
     return None
 
 
-def _parts(expr: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
+def bool_parts(expr: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
+    """The operands of a chain of one boolean operator (`a and b and c`), left to right."""
     if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, op):
-        return [*_parts(expr.left, op), *_parts(expr.right, op)]
+        return [*bool_parts(expr.left, op), *bool_parts(expr.right, op)]
     return [expr]
 
 
@@ -159,9 +162,9 @@ def gate_note(test: cst.BaseExpression, const) -> str:
     """For `(is_training or not is_tracing) and <tensor test>`: under compile `not is_tracing` is
     False, so the tensor test runs (and breaks) only when `is_training` is true. The note says so."""
     gates = []
-    for part in _parts(test, cst.And):
+    for part in bool_parts(test, cst.And):
         if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.Or):
-            ors = _parts(part, cst.Or)
+            ors = bool_parts(part, cst.Or)
             values = [const(p) for p in ors]
             if False in values and True not in values:
                 rest = [cst.Module([]).code_for_node(p) for p, v in zip(ors, values) if v is None]

@@ -200,8 +200,19 @@ class FunctionFacts:
     def short_circuited(self, test: cst.BaseExpression) -> bool:
         """Under compile, Python stops evaluating `test` at constant operands before any other:
         `not is_compiling() and x.any()` never evaluates `x.any()` there."""
-        return isinstance(test, cst.BooleanOperation) and \
-            self.compile_const(test.left, strict=True) is (not isinstance(test.operator, cst.And))
+        if not isinstance(test, cst.BooleanOperation):
+            return False
+        is_and = isinstance(test.operator, cst.And)
+        if self.compile_const(test.left, strict=True) is (not is_and):
+            return True
+        # `flag and not compiling and x.any()`: a constant operand after others that are not tensors
+        parts = context.bool_parts(test, type(test.operator))
+        for p in parts[:-1]:
+            if self.compile_const(p) is (not is_and):
+                return True
+            if self.value(p).data_dependent:
+                return False
+        return False
 
     def _name_const(self, name: str) -> bool | None:
         values = self.assigned.get(name)
@@ -424,6 +435,8 @@ class FunctionFacts:
                 return STATIC
             if self.b.qualify(node) is not None:
                 return STATIC  # torch.float16, torch.nn.functional, ...
+            if isinstance(node.value, cst.Call) and self.b.qualify(node.value.func) in ("torch.finfo", "torch.iinfo"):
+                return STATIC  # `torch.finfo(h.dtype).max`: a Python number
             if node.attr.value in ("T", "mT", "H", "real", "imag"):
                 inner = self.value(node.value, depth + 1)
                 return tensor() if inner.is_tensor else UNKNOWN

@@ -239,6 +239,8 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
         if func is None:
             return
         assert self.facts is not None
+        if self.facts.function(func).short_circuited(node.test):
+            return  # `flag and not compiling and x.any()`: the check never runs under compile
         tz = trap.Tensorize(self.facts.function(func), self.facts.bindings, self.spell, allow_unproved=True)
         tz.number_attrs = self.facts.number_attrs(func)
         tz.skipped = trap.skipped_check(self, node, func)

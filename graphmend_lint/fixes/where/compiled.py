@@ -259,7 +259,7 @@ def one_sided(prover: Prover, node: cst.If, a: cst.BaseExpression, b: cst.BaseEx
     outside = _reach(prover, after, assigned)
     out = []
     for name in sorted(ra ^ rb):
-        if name not in outside:
+        if name not in outside and prover.ff.value(cst.parse_expression(name)).kind != "static":  # a number has no gradient
             out.append(f"`{name}` is read in one branch only: torch.where gives it a zero gradient when that "
                        "branch is not taken, where `if` gave none (optimizers with momentum or weight decay "
                        "then move it)")
