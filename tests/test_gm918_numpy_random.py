@@ -88,3 +88,33 @@ def test_which_helpers_and_where_the_decorator_goes():
     assert "`mixed` calls torch (`torch.sigmoid`)" in found[2].message
     fixed, _ = _gm918(src, fix=True)
     assert "@functools.lru_cache(None)\n@torch.compiler.disable\ndef outer(n):" in fixed.source.decode()
+
+
+def test_a_draw_in_a_nested_def_is_fixed_once_in_every_scope():
+    """captum's `_expand_and_update_baselines` draws in a def nested in the helper: the decorator on
+    the helper covers it (Dynamo traces nothing under a disabled def), also with `compiled-scope =
+    "all"`, where every function counts as compiled: one decorator, and no finding left."""
+    import textwrap
+
+    from graphmend_lint import engine
+    from graphmend_lint.settings import Settings
+
+    src = textwrap.dedent("""
+        import numpy as np
+        import torch
+        from torch import nn
+
+        def helper_nested(x, n):
+            def idx(bsz):
+                return np.random.choice(bsz, n).tolist()
+
+            return x[idx(x.shape[0])]
+
+        class M(nn.Module):
+            def forward(self, x):
+                return helper_nested(x, 3)
+        """).encode()
+    for scope in ("reachable", "all"):
+        out = engine.check(src, Settings(unsafe_fixes=True, compiled_scope=scope), fix=True)
+        assert out.source.count(b"@torch.compiler.disable") == 1, scope
+        assert not [f for f in out.findings if f.code == "GM918"], scope

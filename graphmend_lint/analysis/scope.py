@@ -303,7 +303,7 @@ class CompiledScope:
 
     def _closure(self, roots: set[cst.FunctionDef]) -> set[cst.FunctionDef]:
         if self.mode == "all":
-            return set(self.index.all_functions) - self.disabled
+            return {f for f in self.index.all_functions if not self._inside_disabled(f)}
         seen: set[cst.FunctionDef] = set()
         todo = list(roots)
         while todo:
@@ -313,6 +313,14 @@ class CompiledScope:
             seen.add(f)
             todo.extend(self._callees(f))
         return seen
+
+    def _inside_disabled(self, f: cst.FunctionDef | None) -> bool:
+        """`f`, or a def around it, is marked torch.compiler.disable: Dynamo traces none of it."""
+        while f is not None:
+            if f in self.disabled:
+                return True
+            f = self.index.nested_in.get(f)
+        return False
 
     def is_compiled(self, f: cst.FunctionDef) -> bool:
         return f in self.compiled
