@@ -689,3 +689,23 @@ def test_cuda_autocast_keeps_the_dtype_of_the_untaken_value():
         assert _same(want, got, exact=True)
         assert unchecked.dtype == torch.float32 and want[0].dtype == (
             torch.float32 if args[1].sum() > 0 else torch.float16)
+
+
+def test_returned_parameter_alias_makes_the_fix_unsafe():
+    """vLLM's `cast_overflow_tensors` returns the caller's tensor itself where nothing overflows; a
+    caller that modifies the result in place modifies its own tensor too. Under compile torch.where
+    returns a new tensor, so that caller's tensor stays as it was: the fix is only offered as unsafe
+    (and the eager path, the `if`, is unchanged)."""
+    case = FIXTURES / "GM101" / "invalid_parameter_returned_unchanged.py"
+    assert not case.with_name(case.stem + ".fixed.py").exists()
+    orig, _ = _make(case, "ao")
+    fixed, _ = _make(case.with_name(case.stem + ".unsafe.fixed.py"), "af")
+    x = torch.ones(2, 3)
+    want = orig(x)
+    assert torch.equal(want, torch.full((2, 3), 2.0))
+    assert torch.equal(fixed(x), want)
+    assert torch.equal(torch.compile(orig, backend="aot_eager")(x), want)
+    torch._dynamo.reset()
+    got, breaks = torch.compile(fixed, backend="aot_eager")(x), _call(fixed, (x,), "aot_eager")[2]
+    torch._dynamo.reset()
+    assert breaks == 0 and torch.equal(got, torch.ones(2, 3))  # the caller's `h` was not doubled

@@ -23,6 +23,9 @@ class After(cst.CSTVisitor):
         self.mutated: dict[str, str] = {}
         self.observed: dict[str, str] = {}  # name -> "printed later (`print(...)`)"
         self.grad_fn_read: set[str] = set()  # names first observed by reading their `.grad_fn`
+        self.escaped: dict[str, str] = {}  # name -> how its very object leaves the function (`return h`)
+        self.bound: list[tuple[str, tuple[int, int]]] = []  # (name, where) of the function's Name bindings
+        self.start = after  # where the statement starts (after_of sets it)
 
     def _observe(self, node: cst.BaseExpression, how: str) -> None:
         for name in self._shown(node):
@@ -111,11 +114,76 @@ class After(cst.CSTVisitor):
         t = node.target.value if isinstance(node.target, cst.Subscript) else node.target
         if isinstance(t, cst.Name) and self._late(node):
             self.mutated.setdefault(t.value, code(node).strip())
+        if isinstance(node.target, cst.Name):
+            self._bind(node.target)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         t = node.target
         if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and self._late(node):
             self.mutated.setdefault(t.value.value, code(t) + " = ...")
+        for n in _target_names(t):
+            self._bind(n)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in node.targets) and self._late(node):
+            self._escape(node.value, "stored later (`" + code(node.targets[0].target) + " = ...`)")
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None and self._late(node):
+            self._escape(node.value, "returned")
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        if isinstance(node.value, cst.BaseExpression) and self._late(node):
+            self._escape(node.value, "yielded")
+
+    def _escape(self, e: cst.BaseExpression, how: str) -> None:
+        parts = [el.value for el in e.elements] if isinstance(e, (cst.Tuple, cst.List)) else [e]
+        for p in parts:
+            name = alias_of(p)
+            if name is not None:
+                self.escaped.setdefault(name, how)
+
+    def _bind(self, name: cst.Name) -> None:
+        pos = self.rule.get_metadata(PositionProvider, name, None)
+        if pos is not None:
+            self.bound.append((name.value, (pos.start.line, pos.start.column)))
+
+    def visit_For(self, node: cst.For) -> None:
+        for n in _target_names(node.target):
+            self._bind(n)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        for n in _target_names(node.name):
+            self._bind(n)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        for n in _target_names(node.target):
+            self._bind(n)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        for n in _target_names(node.target):
+            self._bind(n)
+
+    def callers_object(self, name: str, before: tuple[int, int]) -> bool:
+        """`name` is a parameter of the function (not self/cls) that nothing binds before `before`:
+        its tensor there is the very object the caller handed in."""
+        func = self.func
+        if func is None or name in ("self", "cls"):
+            return False
+        params = [*func.params.posonly_params, *func.params.params, *func.params.kwonly_params]
+        if not any(p.name.value == name for p in params):
+            return False
+        return not any(n == name and at < before for n, at in self.bound)
+
+
+def _target_names(t: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(t, cst.Name):
+        return [t]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for el in t.elements for n in _target_names(el.value)]
+    if isinstance(t, cst.StarredElement):
+        return _target_names(t.value)
+    return []
 
 
 def later_than(rule, node: cst.CSTNode, func: cst.FunctionDef) -> tuple[int, int]:
@@ -135,6 +203,8 @@ def later_than(rule, node: cst.CSTNode, func: cst.FunctionDef) -> tuple[int, int
 def after_of(rule, node: cst.CSTNode, func: cst.FunctionDef) -> After:
     """What `func` does to names in the code that runs after `node` (`later_than`)."""
     found = After(rule, later_than(rule, node, func), func)
+    pos = rule.get_metadata(PositionProvider, node)
+    found.start = (pos.start.line, pos.start.column)
     fastwalk.visit(func, found)
     return found
 
@@ -168,6 +238,12 @@ def rebind_proofs(after: After, name: str, sources: set[str], check_name: bool =
             missing.append(Gap(f"`{name}` is the very tensor `{src}` when that branch runs, and `{src}` is modified "
                                f"in place later (`{after.mutated[src]}`): the change reached `{name}` through the "
                                "branch, not through the new tensor torch.where makes", GapKind.MUTATED))
+    for src in sorted(sources | {name}):
+        if name in after.escaped and after.callers_object(src, after.start):
+            missing.append(Gap(f"`{name}` is {after.escaped[name]} and may be the very tensor the caller passed as "
+                               f"`{src}`: a caller that modifies one of them in place changes the other too, "
+                               "not the new tensor torch.where makes", GapKind.MUTATED))
+            break
     if after.func is not None and after.mutated:
         roots = {name} | sources
         for other in sorted(aliases(after.func, roots) - roots):
