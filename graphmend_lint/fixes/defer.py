@@ -30,6 +30,7 @@ import re
 
 import libcst as cst
 
+from ..analysis import context
 from . import build
 from .syntax import code
 
@@ -73,16 +74,31 @@ def _pure_read(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) or (isinstance(expr, cst.Attribute) and _pure_read(expr.value))
 
 
-def deferred_args(call: cst.Call, value, tensor_type: str) -> list[cst.Arg] | None:
+def exception_names(node: cst.CSTNode, parent) -> frozenset[str]:
+    """Names bound by the `except ... as e` handlers around `node` in its function: exceptions,
+    which Dynamo does not reorder into a deferred call (the graph still breaks there)."""
+    names = set()
+    for _, up in context.ancestors(node, parent):
+        if isinstance(up, (cst.FunctionDef, cst.Lambda)):
+            break
+        if isinstance(up, cst.ExceptHandler) and up.name is not None and isinstance(up.name.name, cst.Name):
+            names.add(up.name.name.value)
+    return frozenset(names)
+
+
+def deferred_args(call: cst.Call, value, tensor_type: str, unusable: frozenset[str] = frozenset()) -> list[cst.Arg] | None:
     """Arguments for the helper (tensors cloned), or None when the call cannot be deferred:
     keywords and `*`/`**` (the reordering drops them), computed values that are neither
-    tensors nor known at trace time, and anything reading tensor data (`.item()` breaks
-    anyway). A plain name or attribute of unknown type is cloned only if it is a tensor."""
+    tensors nor known at trace time, names in `unusable` (exception_names), and anything
+    reading tensor data (`.item()` breaks anyway). A plain name or attribute of unknown type is
+    cloned only if it is a tensor."""
     out = []
     for arg in call.args:
         if arg.keyword is not None or arg.star:
             return None
         expr = arg.value
+        if isinstance(expr, cst.Name) and expr.value in unusable:
+            return None
         if _calls_item(expr) or "\n" in code(expr):  # a multi-line argument: its layout would not follow
             return None
         if isinstance(expr, cst.FormattedString):
@@ -118,11 +134,12 @@ BUILTIN_WARNINGS = frozenset({
 _ONLY_S = re.compile(r"%(?!%|s)")
 
 
-def log_args(call: cst.Call, name: cst.BaseExpression, method: str, value, tensor_type: str) -> list[cst.Arg] | None:
+def log_args(call: cst.Call, name: cst.BaseExpression, method: str, value, tensor_type: str,
+             unusable: frozenset[str] = frozenset()) -> list[cst.Arg] | None:
     """`_graphmend_log(<logger name>, "<method>", <args>)`'s arguments, or None. A value known
     at trace time reaches the record as text (`f"{v}"`), so the format must then be a literal
     whose every conversion is `%s` (`%d` of a text raises inside logging)."""
-    args = deferred_args(call, value, tensor_type)
+    args = deferred_args(call, value, tensor_type, unusable)
     if args is None:
         return None
     fmt = 1 if method == "log" else 0
@@ -175,7 +192,8 @@ def _module_names(module: cst.Module) -> set[str]:
     return names
 
 
-def warn_args(call: cst.Call, category: str, value, tensor_type: str) -> list[cst.Arg] | None:
+def warn_args(call: cst.Call, category: str, value, tensor_type: str,
+              unusable: frozenset[str] = frozenset()) -> list[cst.Arg] | None:
     """`_graphmend_warn(<message>, "<category>")`'s arguments, or None (the caller has checked
     that the category is a builtin warning class; `stacklevel` only moves the reported line,
     which under compile is the helper's anyway)."""
@@ -183,7 +201,7 @@ def warn_args(call: cst.Call, category: str, value, tensor_type: str) -> list[cs
     if not message:
         return None
     args = deferred_args(cst.Call(call.func, [message[0].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)]),
-                         value, tensor_type)
+                         value, tensor_type, unusable)
     if args is None:
         return None
     return [*args, cst.Arg(cst.SimpleString(f'"{category}"'))]

@@ -251,7 +251,8 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
             return None
         func = self.compiled_function(call)
         assert func is not None
-        args = defer.deferred_args(call, self.facts.function(func).value, self.spell("torch.Tensor")[0])
+        args = defer.deferred_args(call, self.facts.function(func).value, self.spell("torch.Tensor")[0],
+                                   defer.exception_names(call, self.parent))
         if args is None:
             return None
         line = build.sole_statement_line(call, self.parent)

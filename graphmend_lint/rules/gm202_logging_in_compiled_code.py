@@ -287,7 +287,7 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
         if method == "exception":  # reads the exception being handled, gone when the call is replayed
             return None
         value = self.facts.function(compiled).value
-        args = defer.log_args(call, name, method, value, self.spell("torch.Tensor")[0])
+        args = defer.log_args(call, name, method, value, self.spell("torch.Tensor")[0], defer.exception_names(call, self.parent))
         if args is None or (method.endswith("_once") and not defer.constant_args(args[2:])):
             return None
         line = build.sole_statement_line(call, self.parent)

@@ -188,7 +188,8 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
         func = self.function_of(call)
         if category is None or func is None:
             return None
-        args = defer.warn_args(call, category, self.facts.function(func).value, self.spell("torch.Tensor")[0])
+        args = defer.warn_args(call, category, self.facts.function(func).value, self.spell("torch.Tensor")[0],
+                               defer.exception_names(call, self.parent))
         if args is None:
             return None
         line = build.sole_statement_line(call, self.parent)
