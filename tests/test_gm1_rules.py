@@ -92,7 +92,10 @@ def findings(body: str, code: str = "GM101"):
     # basic indexing is a view: a later in-place change of `h` reached `y` through the branch
     ("if h.sum() > 0:\n    y = h[:2]\nelse:\n    y = h * 2\nh.add_(1)\nreturn y\n", "unsafe", "modified in place"),
     ("if h.max() > 1:\n    h = h / 2\nreturn h\n", "safe", ""),
+    # the caller's own tensor handed back where the branch is not taken (vLLM's cast_overflow_tensors)
     ("if x.dtype == torch.float16 and torch.isinf(x).any():\n    x = torch.clamp(x, min=-1.0, max=1.0)\nreturn x\n",
+     "unsafe", "may be the very tensor the caller passed as `x`"),
+    ("if x.dtype == torch.float16 and torch.isinf(x).any():\n    x = torch.clamp(x, min=-1.0, max=1.0)\nreturn x * 2\n",
      "safe", ""),
     ("if h.mean() > 0:\n    a = h * 2\n    b = h * 3\nelse:\n    a = h\n    b = h\nreturn a + b\n", "safe", ""),
     # refusals and missing proofs
@@ -594,7 +597,7 @@ def test_gradients_off_form_checks_what_the_if_hands_on():
     required grad and a later backward failed. It now also checks `not Q.requires_grad` while tracing."""
     import torch
 
-    out = engine.check(PASS_THROUGH.encode(), Settings(), fix=True)
+    out = engine.check(PASS_THROUGH.encode(), Settings(unsafe_fixes=True), fix=True)  # unsafe: Q is handed back
     fixed = out.source.decode()
     assert "not torch.is_grad_enabled()" in fixed and "not Q.requires_grad" in fixed, fixed
     spaces = []

@@ -71,7 +71,10 @@ def only(rows: set[tuple], files: list[str]) -> set[tuple]:
 def test_the_whole_project_sees_across_files(proj, capsys):
     whole = cli(proj, capsys, ".")
     assert {(r[0], r[1], r[3]) for r in whole} == EXPECTED
-    assert all(json.loads(r[5])["applicability"] == "safe" for r in whole)
+    safety = {(r[0], r[1]): json.loads(r[5])["applicability"] for r in whole}
+    # `clamp` hands back the caller's own tensor where nothing is infinite: its fix is unsafe
+    assert safety.pop(("src/onepkg/helpers.py", 9)) == "unsafe"
+    assert set(safety.values()) == {"safe"}
 
 
 def test_each_file_alone_and_every_subset_give_the_whole_answer(proj, capsys):
