@@ -15,7 +15,7 @@ LEVELS = ("debug", "info", "warning", "warn", "error", "exception", "critical", 
 LOGGER_METHODS = frozenset(LEVELS + ("log", "warning_advice") + tuple(f"{lv}_once" for lv in LEVELS))
 LOGGING_FUNCS = frozenset(f"logging.{name}" for name in LEVELS + ("log",))
 WARN_FUNCS = frozenset({"warnings.warn", "warnings.warn_explicit"})
-LOGGER_FACTORIES = ("getLogger", "get_logger")
+LOGGER_FACTORIES = ("getLogger", "get_logger", "init_logger")  # init_logger: vLLM, SGLang (a logging.Logger)
 # Method calls that change the object they are called on: compiled code would skip them.
 MUTATING_METHODS = frozenset({
     "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "setdefault",
@@ -25,7 +25,7 @@ MUTATING_METHODS = frozenset({
 
 def is_logger_factory(expr: cst.BaseExpression, b: Bindings | None = None) -> bool:
     """`logging.getLogger(...)`, transformers' `logging.get_logger(...)`, `get_logger(...)`,
-    `logging.Logger(...)`."""
+    vLLM's `init_logger(...)`, `logging.Logger(...)`."""
     if not isinstance(expr, cst.Call):
         return False
     name = dotted(expr.func)
