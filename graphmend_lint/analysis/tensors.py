@@ -106,6 +106,7 @@ class _Assignments(cst.CSTVisitor):
         self.func = func
         self.values: dict[str, list[cst.BaseExpression | None]] = {}
         self.loops: dict[str, list[cst.BaseExpression]] = {}  # loop target -> what it iterates over
+        self.unpacked: set[int] = set()  # ids of the values unpacked by `a, b = value` (in `loops` too)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return node is self.func
@@ -123,6 +124,11 @@ class _Assignments(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             self._bind(t.target, node.value)
+            if isinstance(t.target, (cst.Tuple, cst.List)):  # `h, w = sizes[i]`: a tensor's elements
+                self.unpacked.add(id(node.value))
+                for el in t.target.elements:
+                    if isinstance(el, cst.Element) and isinstance(el.value, cst.Name):
+                        self.loops.setdefault(el.value.value, []).append(node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._bind(node.target, node.value)
@@ -183,6 +189,7 @@ class FunctionFacts:
         fastwalk.visit(func, collector)
         self.assigned = collector.values
         self.loops = collector.loops
+        self._unpacked = collector.unpacked
         self.params: dict[str, cst.Param] = {}
         for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
             self.params[p.name.value] = p
@@ -304,6 +311,8 @@ class FunctionFacts:
     def _element(self, it: cst.BaseExpression, depth: int) -> Value:
         """What a loop over `it` binds: a tensor's elements are tensors (`for start in ptr:`)."""
         inner = self.value(it, depth + 1)
+        if id(it) in self._unpacked:  # `values, indices = t.max(dim=1)`: dtypes of their own
+            return tensor() if inner.is_tensor else UNKNOWN
         return tensor(dtype=inner.dtype) if inner.is_tensor else UNKNOWN
 
     def _param(self, name: str) -> Value:
@@ -404,6 +413,8 @@ class FunctionFacts:
                 return UNKNOWN
             if func.value in T.DATA_BUILTINS and call.args:
                 arg = self.value(call.args[0].value, depth + 1)
+                if arg.numpy:
+                    return STATIC  # `int(np.sqrt(n))`: a Python number (GM915 reports the conversion that breaks)
                 return DATA if arg.data_dependent else arg if arg.kind == "static" else UNKNOWN
             return UNKNOWN
         layer = self._self_layer(call)
