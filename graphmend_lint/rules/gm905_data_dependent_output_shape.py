@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
+from ..analysis import context
 from ..analysis import explain as X
 from . import base
 
@@ -155,12 +156,24 @@ class DataDependentOutputShapeRule(base.GraphMendRule):
             return False
         if v.is_tensor and v.dtype == "bool":
             return True
-        # `m = m.bool()` as the last, unconditional binding of `m` before the use (the facts join all
-        # bindings of a name, so an earlier unknown binding would hide it); `m[:, :, i]` keeps the dtype.
+        return self._made_bool(node, index)
+
+    def _made_bool(self, use: cst.Subscript, index: cst.BaseExpression, depth: int = 0) -> bool:
+        """`m = m.bool()` as the binding of `m` that reaches the use (the facts join all bindings of
+        a name, so an earlier unknown binding would hide it), in the use's block or one around it
+        (vLLM's `if`/`elif` arms); also through `~m` and a name bound to it; `m[:, :, i]` keeps the dtype."""
         while isinstance(index, cst.Subscript) and all(isinstance(e.slice, cst.Slice) or
                                                        isinstance(e.slice.value, (cst.Name, cst.Integer))
                                                        for e in index.slice):
             index = index.value
-        value = X.last_binding(self, node, index)
-        return isinstance(value, cst.Call) and X.method_call(value, "bool") is not None and not value.args
+        if isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.BitInvert):
+            return self._made_bool(use, index.expression, depth + 1)
+        if isinstance(index, cst.Call):
+            return X.method_call(index, "bool") is not None and not index.args
+        if not isinstance(index, cst.Name) or depth > 4:
+            return False
+        value = X.last_binding(self, use, index)
+        if value is None:
+            value = context.reaching_value(use, index.value, self.parent)
+        return value is not None and self._made_bool(use, value, depth + 1)
 
