@@ -177,6 +177,47 @@ def test_helpers_called_only_in_eager_are_not_compiled(tmp_path):
     assert got["helpers.py"] == [(26, "GM101"), (27, "GM201")]  # `inline` (its line holds the test)
 
 
+def test_a_lambda_handed_to_a_disabled_def_is_not_compiled(tmp_path):
+    """unsloth_zoo's `_run_probe_eagerly(lambda: probe(device))`, `_run_probe_eagerly` marked
+    torch.compiler.disable: the probe runs inside it, never compiled, in the same file or another
+    (the index's edges and the file's own scope agree); a lambda handed to another call still counts."""
+    helper = "\n    if x.sum() > 0:\n        print('slow path')\n    return x\n"
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": "".join(f"def {n}(x):{helper}\n\n" for n in ("probe", "kept")),
+        "pkg/model.py": """
+            import torch
+            from torch import nn
+            from .helpers import probe, kept
+
+
+            @torch.compiler.disable
+            def run_eagerly(fn):
+                return fn()
+
+
+            def local_probe(x):
+                if x.max() > 1:
+                    print('big')
+                return x
+
+
+            def apply(fn):
+                return fn()
+
+
+            class M(nn.Module):
+                def forward(self, x):
+                    a = run_eagerly(lambda: probe(x))
+                    b = run_eagerly(lambda: local_probe(x))
+                    return apply(lambda: kept(x)) + a + b
+            """,
+    })
+    got = lint(paths)
+    assert got["model.py"] == [(24, "GM907"), (25, "GM907")]
+    assert got["helpers.py"] == [(8, "GM101"), (9, "GM201")]  # `kept` only (`probe` is lines 1-4)
+
+
 def test_a_helper_called_through_a_local_name_runs_compiled(tmp_path):
     """nflows' `spline_fn = splines.rational_quadratic_spline` then `spline_fn(...)` in a forward: the
     helper in another file runs compiled (audit: its breaks were not reported)."""
