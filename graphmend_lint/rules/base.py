@@ -53,6 +53,10 @@ VALIDATION_UNSAFE = ("unsafe fix (`validation-fixes = \"unsafe\"`): under torch.
                      "RuntimeError (CPU) or a device-side assert (CUDA), not the original exception")
 
 
+CALLER_IN_TRY = ("`{caller}` calls it inside a `try` block: under compile the assertion fires when the graph "
+                 "runs, outside that `try`, whose handler would not see it")
+
+
 class GraphMendRule(LintRule):
     CODE: ClassVar[str] = ""
     NAME: ClassVar[str] = ""  # kebab-case, e.g. "print-in-compiled-code"
@@ -111,6 +115,21 @@ class GraphMendRule(LintRule):
 
     def function_of(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         return context.enclosing_function(node, self.parent)
+
+    def caller_in_try(self, node: cst.CSTNode) -> str | None:
+        """A function of this file that calls the one holding `node` from inside a `try` block
+        (unsloth_zoo's `fp16_grouped_available` around `_self_check`), or None. Callers in other
+        files are not seen."""
+        func = self.function_of(node)
+        if func is None:
+            return None
+        for caller, calls in self.facts.scope.index.calls.items():
+            for call in calls:
+                f = call.func
+                name = f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
+                if name == func.name.value and context.in_try(call, self.parent):
+                    return caller.name.value
+        return None
 
     def compiled_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         """The enclosing function if `node` runs under torch.compile (and not only in eager); the

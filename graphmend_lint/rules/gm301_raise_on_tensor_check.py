@@ -255,22 +255,6 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
         fix = Fix(trap.eager_split(node, is_compiling, compiled), safety, trap.TITLE + note, tz.needs_import)
         self.report(node, self.MESSAGE + note, fix=fix, at=node.test)
 
-    def _caller_in_try(self, node: cst.If) -> str | None:
-        """A function of this file that calls the one holding `node` from inside a `try` block
-        (unsloth_zoo's `fp16_grouped_available` around `_self_check`), or None. Callers in other
-        files are not seen."""
-        func = self.function_of(node)
-        if func is None:
-            return None
-        index = self.facts.scope.index
-        for caller, calls in index.calls.items():
-            for call in calls:
-                f = call.func
-                name = f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
-                if name == func.name.value and context.in_try(call, self.parent):
-                    return caller.name.value
-        return None
-
     def _compiled_branch(self, node: cst.If, tz: trap.Tensorize) -> tuple[cst.If | cst.Else, base.Safety, str]:
         assert self.facts is not None
         up = self.parent(node)
@@ -278,10 +262,9 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
             raise Refused("the `if` is part of an `if`/`elif`/`else` chain")
         if context.in_try(node, self.parent):
             raise Refused("inside a `try` block, whose handlers would see RuntimeError under compile")
-        caller = self._caller_in_try(node)
+        caller = self.caller_in_try(node)
         if caller is not None:
-            raise Refused(f"`{caller}` calls it inside a `try` block: under compile the assertion fires when "
-                          "the graph runs, outside that `try`, whose handler would not see it")
+            raise Refused(base.CALLER_IN_TRY.format(caller=caller))
         body = syntax.body_statements(node.body)
         if len(body) != 1 or not isinstance(body[0], cst.Raise):
             raise Refused("the body does more than raise")

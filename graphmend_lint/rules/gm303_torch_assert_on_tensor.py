@@ -195,6 +195,9 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
             raise Refused("the call shares its line with other statements")
         if context.in_try(node, self.parent):
             raise Refused("inside a `try` block, whose handlers would see another exception under compile")
+        caller = self.caller_in_try(node)
+        if caller is not None:
+            raise Refused(base.CALLER_IN_TRY.format(caller=caller))
         if q == "torch._assert":
             arg = self._arg(node, 1, "message")
             if trap.message_value(arg) is None:

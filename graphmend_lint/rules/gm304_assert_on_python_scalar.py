@@ -171,6 +171,9 @@ class AssertOnPythonScalarRule(base.GraphMendRule):
             raise Refused("the assert shares its line with other statements")
         if context.in_try(node, self.parent):
             raise Refused("inside a `try` block, whose handlers would see RuntimeError under compile")
+        caller = self.caller_in_try(node)
+        if caller is not None:
+            raise Refused(base.CALLER_IN_TRY.format(caller=caller))
         if trap.message_value(node.msg) is None:
             raise Refused("the message is neither a string literal nor an f-string")
         test, checks = scalar_assert.compiled_test(tz, node.test)
