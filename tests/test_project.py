@@ -218,6 +218,39 @@ def test_a_lambda_handed_to_a_disabled_def_is_not_compiled(tmp_path):
     assert got["helpers.py"] == [(8, "GM101"), (9, "GM201")]  # `kept` only (`probe` is lines 1-4)
 
 
+def test_autograd_function_forward_runs_compiled_through_apply(tmp_path):
+    """liger-kernel's `LigerFusedLinearCrossEntropyFunction.apply(...)` in a module's forward: Dynamo
+    traces the Function's `forward` (its `.item()` broke 3 times, measured by the audit), called as
+    `Cls.apply`, through a module-level alias (`fn = Cls.apply`), from another file or the same one."""
+    fn = ("class {name}(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+          "        n = (x > 0).sum().item()\n        return x * n\n\n    @staticmethod\n"
+          "    def backward(ctx, g):\n        return g\n\n\n")
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/ops.py": "import torch\n\n\n" + fn.format(name="Direct") + fn.format(name="Aliased")
+                      + fn.format(name="Unused") + "aliased = Aliased.apply\n",
+        "pkg/model.py": """
+            import torch
+            from torch import nn
+            from .ops import Direct, aliased
+
+
+            class Local(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    return x * x.max().item()
+
+
+            class M(nn.Module):
+                def forward(self, x):
+                    return Direct.apply(x) + aliased(x) + Local.apply(x)
+            """,
+    })
+    got = lint(paths)
+    assert got["ops.py"] == [(7, "GM901"), (18, "GM901")]  # not `Unused`
+    assert got["model.py"] == [(10, "GM901")]
+
+
 def test_a_helper_called_through_a_local_name_runs_compiled(tmp_path):
     """nflows' `spline_fn = splines.rational_quadratic_spline` then `spline_fn(...)` in a forward: the
     helper in another file runs compiled (audit: its breaks were not reported)."""

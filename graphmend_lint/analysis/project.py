@@ -37,7 +37,7 @@ from pathlib import Path
 
 from . import summary as summary_mod
 from .external import FileFacts
-from .tables import COMPILE_FUNCS, DISABLE_FUNCS, IS_COMPILING, IS_COMPILING_NAMES, MODULE_BASE_SUFFIXES
+from .tables import AUTOGRAD_FUNCTION, COMPILE_FUNCS, DISABLE_FUNCS, IS_COMPILING, IS_COMPILING_NAMES, MODULE_BASE_SUFFIXES
 
 MAX_DEPTH = 30  # longest chain of re-exports / bases followed
 
@@ -249,6 +249,9 @@ class ProjectIndex:
                 if len(rest) == 1:
                     return ("class", mod, head)
                 qn = f"{head}.{rest[1]}"
+                if len(rest) == 2 and rest[1] == "apply" and qn not in s["defs"] and self.is_autograd_function(mod, head):
+                    m = self.method(mod, head, "forward")  # `MyFunction.apply(x)`: Dynamo traces its forward
+                    return ("def", *m) if m is not None else None
                 return ("def", mod, qn) if len(rest) == 2 and qn in s["defs"] else None
             if head in s["defs"]:
                 return ("def", mod, head) if len(rest) == 1 else None
@@ -318,6 +321,16 @@ class ProjectIndex:
         q = self.qualify(mod, call)
         r = self.lookup(q) if q and self.in_project(q) else None  # installed packages: not followed
         return (r[1], r[2]) if r is not None and r[0] == "def" else None
+
+    def is_autograd_function(self, mod: str, cls: str, depth: int = 0) -> bool:
+        """`cls` derives from torch.autograd.Function (through project classes)."""
+        for q, _ in self.bases(mod, cls):
+            if q in AUTOGRAD_FUNCTION:
+                return True
+            r = self.lookup(q) if q and depth < MAX_DEPTH else None
+            if r is not None and r[0] == "class" and self.is_autograd_function(r[1], r[2], depth + 1):
+                return True
+        return False
 
     def _roots(self) -> set[tuple[str, str]]:
         roots: set[tuple[str, str]] = set()

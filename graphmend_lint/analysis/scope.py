@@ -18,7 +18,7 @@ from .. import fastwalk  # read-only walk without libcst's node rebuilding
 from . import external
 from .bindings import Bindings, dotted
 from .context import compile_value, runs_only_in_eager
-from .tables import COMPILE_FUNCS, DISABLE_FUNCS, MODULE_BASE_SUFFIXES
+from .tables import AUTOGRAD_FUNCTION, COMPILE_FUNCS, DISABLE_FUNCS, MODULE_BASE_SUFFIXES
 
 
 def is_wrapper(f: cst.FunctionDef) -> bool:
@@ -185,6 +185,9 @@ class CompiledScope:
                     todo.append(self.index.classes[name])
         return out
 
+    def _autograd_function(self, cls: cst.ClassDef) -> bool:
+        return any(self.b.qualify(a.value) in AUTOGRAD_FUNCTION for c in self.class_bases(cls) for a in c.bases)
+
     def method(self, cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
         for c in self.class_bases(cls):
             for stmt in c.body.body:
@@ -306,7 +309,10 @@ class CompiledScope:
                 if m is not None:
                     out.append(m)
             elif name.count(".") == 1 and name.split(".")[0] in idx.classes:
-                m = self.method(idx.classes[name.split(".")[0]], name.split(".")[1])
+                cls, attr = idx.classes[name.split(".")[0]], name.split(".")[1]
+                m = self.method(cls, attr)
+                if m is None and attr == "apply" and self._autograd_function(cls):
+                    m = self.method(cls, "forward")  # `MyFunction.apply(x)`: Dynamo traces its forward
                 if m is not None:
                     out.append(m)
         # functions defined inside f run when f calls them

@@ -12,6 +12,8 @@ COMPILE_FUNCS = {"torch.compile", "torch._dynamo.optimize"}
 # `torch.jit.ignore` and `torch.jit.unused` are not among them: they matter to TorchScript only, Dynamo traces
 # such functions (measured: a tensor `if` in one breaks the graph).
 DISABLE_FUNCS = {"torch.compiler.disable", "torch._dynamo.disable"}
+# `MyFunction.apply(x)` in compiled code: Dynamo traces the class's `forward` (torch 2.13).
+AUTOGRAD_FUNCTION = {"torch.autograd.Function", "torch.autograd.function.Function"}
 # Bases from other files that are nn.Modules by convention (transformers' PreTrainedModel family).
 MODULE_BASE_SUFFIXES = ("PreTrainedModel",)
 # True under torch.compile: `if not <one of these>():` guards eager-only code.
