@@ -155,6 +155,20 @@ def _compiled_defs(defs: list[_Def], used: set[str], keep: set[str] = frozenset(
     return kept
 
 
+def _class_holders(source: bytes, defs: list[_Def]) -> set[str]:
+    """Names of top-most defs with a `def forward` inside (a module class defined in a function,
+    unsloth's `_classes()`: its forward is a root, scope.py's nested_modules)."""
+    if b"def forward" not in source:
+        return set()
+    lines, at, line, last = [], source.find(b"def forward"), 1, 0
+    while at != -1:
+        line += source.count(b"\n", last, at)
+        lines.append(line)
+        last, at = at, source.find(b"def forward", at + 1)
+    return {d.node.name for d in defs  # type: ignore[attr-defined]
+            if d.node.name != "forward" and any(d.node.lineno < n <= d.node.end_lineno for n in lines)}  # type: ignore[attr-defined]
+
+
 _REGISTER = ("register_buffer", "register_parameter")
 
 
@@ -271,7 +285,7 @@ def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
     if compiled_scope != "reachable" or _whole_file(source, tree):
         return source, frozenset()
     defs, used = _collect(tree)
-    compiled = _compiled_defs(defs, used, set(keep))
+    compiled = _compiled_defs(defs, used, set(keep) | _class_holders(source, defs))
     ed = _Editor(source)
     _edit(tree.body, ed, compiled, True)
     return b"\n".join(ed.lines), frozenset(d.node.name for d in defs if d.node not in compiled)  # type: ignore[attr-defined]

@@ -39,6 +39,7 @@ class _Index(cst.CSTVisitor):
 
     def __init__(self) -> None:
         self.classes: dict[str, cst.ClassDef] = {}
+        self.nested_classes: list[cst.ClassDef] = []  # classes defined in a def or another class
         self.class_of: dict[cst.FunctionDef, cst.ClassDef] = {}
         self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions
         self.all_functions: list[cst.FunctionDef] = []
@@ -60,6 +61,8 @@ class _Index(cst.CSTVisitor):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if not self._stack:
             self.classes[node.name.value] = node
+        else:
+            self.nested_classes.append(node)
         self._stack.append(node)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
@@ -132,6 +135,9 @@ class CompiledScope:
         self.index = idx = _Index()
         fastwalk.visit(module, idx)
         self.module_classes = self._module_classes()
+        # `def _classes(): class Model(nn.Module): ...` (unsloth's longcat): their forward is an entry too
+        self.nested_modules = {c for c in self.index.nested_classes
+                               if any(self._is_module_base(a.value, self.module_classes) for a in c.bases)}
         self.disabled = {f for f in idx.all_functions if self._decorated(f, DISABLE_FUNCS)}
         self.roots, self.entries = self._roots()  # entries: the roots that are frames Dynamo enters
         self.compiled = self._closure(self.roots)
@@ -239,7 +245,8 @@ class CompiledScope:
                 roots.add(f)  # called compiled from another file: traced inline, unless an entry there
                 if self.qualname(f) in self.ext.entries:
                     entries.add(f)
-            if cls is not None and f.name.value == "forward" and cls.name.value in self.module_classes:
+            if cls is not None and f.name.value == "forward" and (
+                    cls in self.nested_modules or cls.name.value in self.module_classes and idx.classes.get(cls.name.value) is cls):
                 entries.add(f)
             if self._decorated(f, COMPILE_FUNCS):
                 entries.add(f)
