@@ -190,6 +190,10 @@ class TensorIfRule(base.GraphMendRule):
       passes on as it is (`y = x`: `y` is the tensor `x` itself, so `x.add_(1)`, `x[0] = 0`,
       `x += 1` or `out=x` later also changed `y`), nor a name bound to one of those tensors by
       `a = b` anywhere in the function (`keep = h` before the `if`, then `keep.mul_(3.0)`);
+    - (compiled) a branch value that is a parameter nothing rebinds before the `if` (the caller's own
+      tensor) is not handed back by the function (returned, yielded or stored): a caller that then
+      modifies the result or its own tensor in place sees both change with the `if`, and only one
+      with `torch.where` (vLLM's `cast_overflow_tensors`; not seen: a view of the parameter);
     - (compiled) the assigned name is not observed later in the function: passed to `print`, a
       logger, `warnings.warn`, `str`/`repr`/`format`, shown in an f-string, or read as `.grad_fn`:
       its `grad_fn` becomes `WhereBackward0`, which printing shows.
