@@ -148,20 +148,14 @@ class After(cst.CSTVisitor):
         if pos is not None:
             self.bound.append((name.value, (pos.start.line, pos.start.column)))
 
-    def visit_For(self, node: cst.For) -> None:
+    def visit_For(self, node: cst.For | cst.NamedExpr | cst.AnnAssign) -> None:
         for n in _target_names(node.target):
             self._bind(n)
+
+    visit_NamedExpr = visit_AnnAssign = visit_For
 
     def visit_AsName(self, node: cst.AsName) -> None:
         for n in _target_names(node.name):
-            self._bind(n)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        for n in _target_names(node.target):
-            self._bind(n)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        for n in _target_names(node.target):
             self._bind(n)
 
     def callers_object(self, name: str, before: tuple[int, int]) -> bool:
