@@ -158,6 +158,15 @@ class DataDependentOutputShapeRule(base.GraphMendRule):
             return True
         return self._made_bool(node, index)
 
+    def _may_bind_mask(self, use: cst.CSTNode, name: str) -> bool:
+        """Some binding of `name` in the function is a `.bool()` call, `~x` or a name (the search
+        for the binding that reaches the use is skipped for the rest: most indices)."""
+        func = self.compiled_function(use)
+        values = self.facts.function(func).assigned.get(name, []) if func is not None else []
+        return any(isinstance(v, (cst.Name, cst.Subscript)) or
+                   isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.BitInvert) or
+                   isinstance(v, cst.Call) and X.method_call(v, "bool") is not None for v in values)
+
     def _made_bool(self, use: cst.Subscript, index: cst.BaseExpression, depth: int = 0) -> bool:
         """`m = m.bool()` as the binding of `m` that reaches the use (the facts join all bindings of
         a name, so an earlier unknown binding would hide it), in the use's block or one around it
@@ -170,7 +179,7 @@ class DataDependentOutputShapeRule(base.GraphMendRule):
             return self._made_bool(use, index.expression, depth + 1)
         if isinstance(index, cst.Call):
             return X.method_call(index, "bool") is not None and not index.args
-        if not isinstance(index, cst.Name) or depth > 4:
+        if not isinstance(index, cst.Name) or depth > 4 or not self._may_bind_mask(use, index.value):
             return False
         value = X.last_binding(self, use, index)
         if value is None:
