@@ -4,7 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import context
-from ..fixes import Fix, Refused, syntax, trap
+from ..fixes import Fix, Refused, syntax, trap, where
 from . import base
 
 
@@ -245,6 +245,9 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
         tz.number_attrs = self.facts.number_attrs(func)
         tz.skipped = trap.skipped_check(self, node, func)
         if tz.kind(node.test) != "tensor":
+            if where.breaks_on(self.facts.function(func), node.test):  # `if not bool(m.all()): raise`
+                self.report(node, f"{self.MESSAGE}; no fix: the test reads a Python value from tensor data "
+                                  "(`bool()`, `int()`, `.item()`); keep it a tensor first", at=node.test)
             return
         try:
             compiled, safety, note = self._compiled_branch(node, tz)
