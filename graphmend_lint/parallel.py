@@ -380,6 +380,8 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
     if known is not None:
         known.update((given[a], digests[a]) for a in given if a in digests)
     run, roots = _run_modules(every, pdata)
+    if proj.recursive and proj.root not in roots and any(r != proj.root and proj.root in r.parents for r in roots):
+        roots.append(proj.root)  # folders without __init__.py (PEP 420: sglang/srt, fla): imports from the root
     key = _project_key(proj, run, digests, s)
     wanted = {a for a in given if a in pdata}
     got = _memo.get(key) or _cached_project(cache, key)[0]

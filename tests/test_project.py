@@ -251,6 +251,28 @@ def test_autograd_function_forward_runs_compiled_through_apply(tmp_path):
     assert got["model.py"] == [(10, "GM901")]
 
 
+def test_namespace_package_folders_import_from_the_project_root(tmp_path):
+    """sglang's `srt/models` and `srt/layers` have no __init__.py (PEP 420): `from pkg.a.base import
+    VPE` is read from the project's root, so a subclass of a module class in another folder is a
+    module and its forward compiled (the audit's missed GM104)."""
+    paths = write(tmp_path, {
+        "pyproject.toml": "[project]\nname = 'ns'\n",
+        "pkg/a/base.py": "import torch\n\n\nclass VPE(torch.nn.Module):\n    def forward(self, ids):\n        return ids * 2\n",
+        "pkg/b/sub.py": """
+            import torch
+            from pkg.a.base import VPE
+
+
+            class Sub(VPE):
+                def forward(self, x):
+                    if x.sum() > 0:
+                        print("positive")
+                    return x
+            """,
+    })
+    assert lint([p for p in paths if p.suffix == ".py"])["sub.py"] == [(8, "GM101"), (9, "GM201")]
+
+
 def test_a_helper_called_through_a_local_name_runs_compiled(tmp_path):
     """nflows' `spline_fn = splines.rational_quadratic_spline` then `spline_fn(...)` in a forward: the
     helper in another file runs compiled (audit: its breaks were not reported)."""
