@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis import context
+from ..analysis.bindings import dotted
 from ..analysis.effects import side_effect
 from . import build
 from .fix import Fix, NoFix
@@ -12,6 +13,8 @@ NO_FIX_VALUE_USED = "its value is used, so it cannot be guarded as a statement"
 NO_FIX_SHARED_LINE = "it shares its line with other statements"
 NO_FIX_ONE_LINE_BODY = "it is the body of a one-line compound statement"
 NO_FIX_SIDE_EFFECT = "an argument has a side effect ({}) that compiled code would then skip"
+NO_FIX_ONCE_FLAG = ("`{}` is set beside it, a flag its `if` tests: under compile the guard would skip the "
+                    "message and still set the flag, so it would never be shown, in eager either")
 NO_FIX_COMPILE_ONLY = ("it runs only under torch.compile (the test `{}` chooses this arm), so a "
                        "`not is_compiling()` guard would make it dead code")
 
@@ -31,7 +34,52 @@ def refusal(call: cst.Call, parent) -> str | None:
     effect = side_effect(call)
     if effect is not None:
         return NO_FIX_SIDE_EFFECT.format(effect)
+    flag = _once_flag(parent(line), parent)
+    if flag is not None:
+        return NO_FIX_ONCE_FLAG.format(flag)
     return None
+
+
+def _once_flag(block: cst.IndentedBlock, parent) -> str | None:
+    """An attribute or global that the `if` around `block` tests and `block` assigns (sglang's
+    `if not self._logged: logger.info(...); self._logged = True`), or None."""
+    up = parent(block)
+    if not isinstance(up, cst.If) or up.body is not block:
+        return None
+    tested = set()
+    todo = [up.test]
+    while todo:
+        e = todo.pop()
+        name = dotted(e)
+        if name is not None:
+            tested.add(name)
+        elif isinstance(e, cst.UnaryOperation):
+            todo.append(e.expression)
+        elif isinstance(e, cst.BooleanOperation):
+            todo += [e.left, e.right]
+        elif isinstance(e, cst.Comparison):
+            todo += [e.left, *(c.comparator for c in e.comparisons)]
+    for stmt in block.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+                    [small.target] if isinstance(small, (cst.AugAssign, cst.AnnAssign)) else []
+                for t in targets:
+                    if dotted(t) in tested and (isinstance(t, cst.Attribute) or t.value in _globals(up, parent)):
+                        return dotted(t)  # it outlives the call (a local such as `use_cache` does not)
+    return None
+
+
+def _globals(node: cst.CSTNode, parent) -> set[str]:
+    """Names the function around `node` declares `global` or `nonlocal` (at its top level)."""
+    func = context.enclosing_function(node, parent)
+    out: set[str] = set()
+    for stmt in func.body.body if func is not None and isinstance(func.body, cst.IndentedBlock) else []:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.Global, cst.Nonlocal)):
+                    out.update(n.name.value for n in small.names)
+    return out
 
 
 # GM202/GM203: Dynamo cannot defer a Logger method or warnings.warn itself (measured on torch 2.13)
