@@ -447,10 +447,18 @@ def branches(cases: list[tuple[str | None, list[str]]]) -> cst.If | cst.Else:
     text = "if True:\n    pass\n"
     for test, stmts in cases:
         text += (f"elif {test}:\n" if test is not None else "else:\n")
-        text += "".join(f"    {s}\n" for s in stmts)
+        text += "".join(f"{_indented(s)}\n" for s in stmts)
     node = cst.parse_statement(text)
     assert isinstance(node, cst.If) and node.orelse is not None
     return node.orelse
+
+
+def _indented(stmt: str) -> str:
+    """`stmt` one level in; its continuation lines too (a multi-line `raise E(...)` keeps its layout),
+    unless a string could span them (triple quotes, a backslash at a line's end: its text must not change)."""
+    if '"""' in stmt or "'''" in stmt or "\\\n" in stmt:  # or a backslash-continued string
+        return "    " + stmt
+    return "\n".join("    " + line if line.strip() else line for line in stmt.split("\n"))
 
 
 def eager_split(original: cst.BaseCompoundStatement | cst.SimpleStatementLine, is_compiling: str,
