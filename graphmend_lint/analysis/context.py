@@ -50,6 +50,47 @@ def reaching_value(node: cst.CSTNode, name: str, parent: Parent) -> cst.BaseExpr
     return None
 
 
+def calls_below(node: cst.CSTNode) -> list[cst.Call]:
+    """Every call in `node`'s subtree (itself included), in walk order."""
+    v = _Calls()
+    fastwalk.visit(node, v)
+    return v.found
+
+
+class _Calls(cst.CSTVisitor):  # module-level: a class made per call is a cycle holding its nodes
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, call: cst.Call) -> None:
+        self.found.append(call)
+
+
+def declared_names(func: cst.FunctionDef) -> set[str]:
+    """Names a `global` or `nonlocal` statement in `func` declares (assigning them is a side effect)."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Global(self, n: cst.Global) -> None:
+            found.update(item.name.value for item in n.names)
+
+        def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
+            found.update(item.name.value for item in n.names)
+
+    fastwalk.visit(func, V())
+    return found
+
+
+def binds_before(node: cst.CSTNode, name: str, parent: Parent) -> bool:
+    """A statement before `node`, in its block or a block around it inside its def, may bind `name`."""
+    for child, up in ancestors(node, parent):
+        if isinstance(up, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(up, cst.IndentedBlock) and any(name in bound_names(s) for s in up.body[: up.body.index(child)]):
+            return True
+    return False
+
+
 def _assigned_value(stmt: cst.BaseStatement, name: str) -> cst.BaseExpression | None:
     """The value of `stmt` when it is `name = <value>` alone on its line."""
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):

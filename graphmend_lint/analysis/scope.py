@@ -17,7 +17,7 @@ import libcst as cst
 from .. import fastwalk  # read-only walk without libcst's node rebuilding
 from . import external
 from .bindings import Bindings, dotted
-from .context import compile_value, runs_only_in_eager
+from .context import calls_below, compile_value, runs_only_in_eager
 from .tables import AUTOGRAD_FUNCTION, COMPILE_FUNCS, DISABLE_FUNCS, MODULE_BASE_SUFFIXES
 
 
@@ -47,10 +47,7 @@ class _Index(cst.CSTVisitor):
         self.calls: dict[cst.FunctionDef, list[cst.Call]] = {}
         self.module_calls: list[cst.Call] = []  # calls outside any function
         self.module_aliases: dict[str, cst.BaseExpression] = {}
-        self.passed_to: dict[cst.Call, cst.Call] = {}  # a call in a lambda -> the call the lambda is handed to
         self._stack: list[cst.CSTNode] = []
-        self._open_calls: list[cst.Call] = []
-        self._lambda_owners: list[cst.Call | None] = []
 
     def _func(self) -> cst.FunctionDef | None:
         for n in reversed(self._stack):
@@ -85,21 +82,6 @@ class _Index(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         func = self._func()
         (self.calls[func] if func is not None else self.module_calls).append(node)
-        if self._lambda_owners and self._lambda_owners[-1] is not None:
-            self.passed_to[node] = self._lambda_owners[-1]
-        self._open_calls.append(node)
-
-    def leave_Call(self, node: cst.Call) -> None:
-        self._open_calls.pop()
-
-    def visit_Lambda(self, node: cst.Lambda) -> None:
-        owner = self._open_calls[-1] if self._open_calls else None
-        if owner is not None and not any(a.value is node for a in owner.args):
-            owner = None  # `f(g(lambda: ...))` is g's
-        self._lambda_owners.append(owner)
-
-    def leave_Lambda(self, node: cst.Lambda) -> None:
-        self._lambda_owners.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if not self._stack and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
@@ -298,13 +280,12 @@ class CompiledScope:
             owner = idx.class_of.get(outer)
         out = self._wrappers(f)
         enclosing = self._enclosing(f)  # defs whose nested defs `f` can call by name
-        for call in self._compiled_calls(f):
+        calls = self._compiled_calls(f)
+        eager = self._in_disabled_lambdas(calls) if self.disabled else set()
+        for call in calls:
             name = dotted(call.func)
-            if name is None:
+            if name is None or call in eager:
                 continue
-            owner_call = idx.passed_to.get(call)
-            if owner_call is not None and self.is_disabled_call(owner_call):
-                continue  # `run_eagerly(lambda: probe(x))`: the lambda runs inside a disabled function
             local = [h for p in enclosing for h in self._children.get(p, [])
                      if h.name.value == name] if enclosing and "." not in name else []
             if local:
@@ -347,6 +328,12 @@ class CompiledScope:
             seen.add(f)
             todo.extend(self._callees(f))
         return seen
+
+    def _in_disabled_lambdas(self, calls: list[cst.Call]) -> set[cst.Call]:
+        """Calls in lambdas handed to a disabled function of this file (`run_eagerly(lambda: probe(x))`):
+        they run inside it, never compiled."""
+        return {c for call in calls if self.is_disabled_call(call)
+                for a in call.args if isinstance(a.value, cst.Lambda) for c in calls_below(a.value)}
 
     def _inside_disabled(self, f: cst.FunctionDef | None) -> bool:
         """`f`, or a def around it, is marked torch.compiler.disable: Dynamo traces none of it."""

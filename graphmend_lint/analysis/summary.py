@@ -258,11 +258,7 @@ class _Summary:
 
     def _is_disable(self, d: ast.AST) -> bool:
         name = dotted(d.func if isinstance(d, ast.Call) else d)
-        if name is None:
-            return False
-        head, _, rest = name.partition(".")
-        full = self.imports.get(head, head) + ("." + rest if rest else "")
-        return full in T.DISABLE_FUNCS
+        return name is not None and _qualified(name, self.imports) in T.DISABLE_FUNCS
 
     def run(self, tree: ast.Module) -> None:
         for s in _imports(tree.body, [], marked_lines(self.text, ("import",))):
@@ -302,6 +298,12 @@ class _Summary:
             self.compile.append(f"{d} {dotted(c.args[0])}")
 
 
+def _qualified(name: str, imports: dict[str, str]) -> str:
+    """A dotted name as written, its head read through the file's imports (`nn.Module` -> `torch.nn.Module`)."""
+    head, _, rest = name.partition(".")
+    return imports.get(head, head) + ("." + rest if rest else "")
+
+
 def _compile_value(e: ast.AST, imports: dict[str, str]) -> bool | None:
     """context.compile_value on `ast`, without the project's own guard wrappers (the index finds
     those later): True/False when `e` is constant under torch.compile, else None."""
@@ -309,8 +311,7 @@ def _compile_value(e: ast.AST, imports: dict[str, str]) -> bool | None:
         d = dotted(e.func)
         if d is None:
             return None
-        head, _, rest = d.partition(".")
-        q = imports.get(head, head) + ("." + rest if rest else "")
+        q = _qualified(d, imports)
         if q in T.IS_COMPILING or isinstance(e.func, ast.Name) and d in T.IS_COMPILING_NAMES:
             return True
         return False if q in T.NOT_COMPILING else None

@@ -65,21 +65,14 @@ def _once_flag(block: cst.IndentedBlock, parent) -> str | None:
                 targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
                     [small.target] if isinstance(small, (cst.AugAssign, cst.AnnAssign)) else []
                 for t in targets:
-                    if dotted(t) in tested and (isinstance(t, cst.Attribute) or t.value in _globals(up, parent)):
+                    if dotted(t) in tested and (isinstance(t, cst.Attribute) or t.value in _declared_around(up, parent)):
                         return dotted(t)  # it outlives the call (a local such as `use_cache` does not)
     return None
 
 
-def _globals(node: cst.CSTNode, parent) -> set[str]:
-    """Names the function around `node` declares `global` or `nonlocal` (at its top level)."""
+def _declared_around(node: cst.CSTNode, parent) -> set[str]:
     func = context.enclosing_function(node, parent)
-    out: set[str] = set()
-    for stmt in func.body.body if func is not None and isinstance(func.body, cst.IndentedBlock) else []:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, (cst.Global, cst.Nonlocal)):
-                    out.update(n.name.value for n in small.names)
-    return out
+    return context.declared_names(func) if func is not None else set()
 
 
 # GM202/GM203: Dynamo cannot defer a Logger method or warnings.warn itself (measured on torch 2.13)

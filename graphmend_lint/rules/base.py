@@ -20,7 +20,7 @@ from fixit import LintRule
 from fixit.ftypes import LintIgnoreRegex
 from libcst.metadata import BatchableMetadataProvider, ParentNodeProvider, PositionProvider
 
-from .. import analysis, fastwalk
+from .. import analysis
 from . import provider
 from .. import settings as settings_mod
 from ..analysis import context, conventions
@@ -295,7 +295,7 @@ class GraphMendRule(LintRule):
         """Every site of this rule in `top`, deferred or else guarded: the fix that brings the helper
         replaces all of `top`, so it makes the other sites' fixes too (Fixit applies one pass)."""
         out = {}
-        for call in _calls(top):
+        for call in context.calls_below(top):
             if not self.is_site(call) or self.ignore_lint(call):
                 continue
             func = self.function_of(call)
@@ -374,18 +374,3 @@ class GraphMendRule(LintRule):
         qn = self.facts.scope.top_qualname(func) if func is not None and self.facts is not None else None
         origin = self._context().ext.origin(qn) if qn is not None else None
         return conventions.no_fix_reason(self.generated, qn, origin)
-
-
-def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    v = _Calls()
-    fastwalk.visit(node, v)
-    return v.found
-
-
-class _Calls(cst.CSTVisitor):  # module-level: a class made per call is a cycle holding its nodes
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: list[cst.Call] = []
-
-    def visit_Call(self, call: cst.Call) -> None:
-        self.found.append(call)

@@ -4,6 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 from libcst.metadata import PositionProvider
 
+from ..analysis import context
 from ..analysis import explain as X
 from ..fixes.fix import Fix, NoFix
 from . import base
@@ -123,7 +124,7 @@ class NumpyRandomInCompiledHelperRule(base.GraphMendRule):
         seen.add(helper)
         if helper in self.facts.scope.entries or self.facts.scope.index.functions.get(helper.name.value) is not helper:
             return  # methods hold a model's own work (GM910 reports their scalar draws)
-        calls = base._calls(helper.body)
+        calls = context.calls_below(helper.body)
         if not any(_python_use(c) for c in calls):
             return  # draws kept as arrays do not break
         name = helper.name.value

@@ -24,8 +24,7 @@ class After(cst.CSTVisitor):
         self.observed: dict[str, str] = {}  # name -> "printed later (`print(...)`)"
         self.grad_fn_read: set[str] = set()  # names first observed by reading their `.grad_fn`
         self.escaped: dict[str, str] = {}  # name -> how its very object leaves the function (`return h`)
-        self.bound: list[tuple[str, tuple[int, int]]] = []  # (name, where) of the function's Name bindings
-        self.start = after  # where the statement starts (after_of sets it)
+        self.node: cst.CSTNode | None = None  # the statement (after_of sets it)
 
     def _observe(self, node: cst.BaseExpression, how: str) -> None:
         for name in self._shown(node):
@@ -114,15 +113,11 @@ class After(cst.CSTVisitor):
         t = node.target.value if isinstance(node.target, cst.Subscript) else node.target
         if isinstance(t, cst.Name) and self._late(node):
             self.mutated.setdefault(t.value, code(node).strip())
-        if isinstance(node.target, cst.Name):
-            self._bind(node.target)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         t = node.target
         if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and self._late(node):
             self.mutated.setdefault(t.value.value, code(t) + " = ...")
-        for n in _target_names(t):
-            self._bind(n)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in node.targets) and self._late(node):
@@ -143,41 +138,13 @@ class After(cst.CSTVisitor):
             if name is not None:
                 self.escaped.setdefault(name, how)
 
-    def _bind(self, name: cst.Name) -> None:
-        pos = self.rule.get_metadata(PositionProvider, name, None)
-        if pos is not None:
-            self.bound.append((name.value, (pos.start.line, pos.start.column)))
-
-    def visit_For(self, node: cst.For | cst.NamedExpr | cst.AnnAssign) -> None:
-        for n in _target_names(node.target):
-            self._bind(n)
-
-    visit_NamedExpr = visit_AnnAssign = visit_For
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        for n in _target_names(node.name):
-            self._bind(n)
-
-    def callers_object(self, name: str, before: tuple[int, int]) -> bool:
-        """`name` is a parameter of the function (not self/cls) that nothing binds before `before`:
-        its tensor there is the very object the caller handed in."""
-        func = self.func
-        if func is None or name in ("self", "cls"):
+    def callers_object(self, name: str) -> bool:
+        """`name` is a parameter of the function (not self/cls) that nothing binds before the
+        statement: its tensor there is the very object the caller handed in."""
+        if self.func is None or self.node is None or name in ("self", "cls"):
             return False
-        params = [*func.params.posonly_params, *func.params.params, *func.params.kwonly_params]
-        if not any(p.name.value == name for p in params):
-            return False
-        return not any(n == name and at < before for n, at in self.bound)
-
-
-def _target_names(t: cst.BaseExpression) -> list[cst.Name]:
-    if isinstance(t, cst.Name):
-        return [t]
-    if isinstance(t, (cst.Tuple, cst.List)):
-        return [n for el in t.elements for n in _target_names(el.value)]
-    if isinstance(t, cst.StarredElement):
-        return _target_names(t.value)
-    return []
+        return name in self.rule.facts.function(self.func).params and \
+            not context.binds_before(self.node, name, self.rule.parent)
 
 
 def later_than(rule, node: cst.CSTNode, func: cst.FunctionDef) -> tuple[int, int]:
@@ -197,8 +164,7 @@ def later_than(rule, node: cst.CSTNode, func: cst.FunctionDef) -> tuple[int, int
 def after_of(rule, node: cst.CSTNode, func: cst.FunctionDef) -> After:
     """What `func` does to names in the code that runs after `node` (`later_than`)."""
     found = After(rule, later_than(rule, node, func), func)
-    pos = rule.get_metadata(PositionProvider, node)
-    found.start = (pos.start.line, pos.start.column)
+    found.node = node
     fastwalk.visit(func, found)
     return found
 
@@ -233,7 +199,7 @@ def rebind_proofs(after: After, name: str, sources: set[str], check_name: bool =
                                f"in place later (`{after.mutated[src]}`): the change reached `{name}` through the "
                                "branch, not through the new tensor torch.where makes", GapKind.MUTATED))
     for src in sorted(sources | {name}):
-        if name in after.escaped and after.callers_object(src, after.start):
+        if name in after.escaped and after.callers_object(src):
             missing.append(Gap(f"`{name}` is {after.escaped[name]} and may be the very tensor the caller passed as "
                                f"`{src}`: a caller that modifies one of them in place changes the other too, "
                                "not the new tensor torch.where makes", GapKind.MUTATED))

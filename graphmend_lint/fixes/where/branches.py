@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ... import fastwalk
 from ...analysis import context
 from ..syntax import body_statements, code
 from .after import After
@@ -76,21 +75,6 @@ def _tail(block: cst.IndentedBlock, i: int) -> list | None:
     return None
 
 
-def _declared(func: cst.FunctionDef) -> set[str]:
-    """Names a `global` or `nonlocal` statement in `func` declares (assigning them is a side effect)."""
-    found: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Global(self, n: cst.Global) -> None:
-            found.update(item.name.value for item in n.names)
-
-        def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
-            found.update(item.name.value for item in n.names)
-
-    fastwalk.visit(func, V())
-    return found
-
-
 def return_after(prover: Prover, v: Verdict, node: cst.If) -> list:
     """`if c: return a` followed by `return b`, maybe after assignments (`y = h + 1`, ...): those lines
     are the `else` arm, the assignments its setups (hoisted, so each must be total, and private to
@@ -117,8 +101,9 @@ def return_after(prover: Prover, v: Verdict, node: cst.If) -> list:
                             "their names bound on both paths")
                 return []
         bound = {s.targets[0].target.value for st in tail[:-1] for s in st.body}
-        if bound & _declared(prover.func):
-            v.refuse = f"the assignments after the early return bind `global`/`nonlocal` names ({', '.join(sorted(bound & _declared(prover.func)))})"
+        declared = bound & context.declared_names(prover.func)
+        if declared:
+            v.refuse = f"the assignments after the early return bind `global`/`nonlocal` names ({', '.join(sorted(declared))})"
             return []
     v.missing.append(RETURN_AFTER)
     prover.checks[RETURN_AFTER] = EAGER_ONLY

@@ -44,25 +44,10 @@ class _DataCalls(cst.CSTVisitor):
 
 
 def reads_data(ff, atom: cst.BaseExpression) -> bool:
+    """Some call in `atom` reads a Python value from tensor data (`.item()`, `bool(t)`)."""
     v = _DataCalls(ff)
     fastwalk.visit(atom, v)
     return v.found
-    for atom in atoms(test):
-        val = ff.value(atom)
-        if val.kind in ("tensor", "mixed"):
-            return True
-        if val.kind == "data":
-            found = []
-
-            class V(cst.CSTVisitor):
-                def visit_Call(self, n: cst.Call) -> None:
-                    if ff.value(n).kind == "data":
-                        found.append(n)
-
-            fastwalk.visit(atom, V())
-            if found:
-                return True
-    return False
 
 
 def comma_args(*values: cst.BaseExpression) -> list[cst.Arg]:
