@@ -8,7 +8,7 @@ import libcst as cst
 from . import external, numpy_values
 from .bindings import Bindings, dotted
 from .scope import CompiledScope
-from .tensors import NUMPY, FunctionFacts, Value, module_layer_attrs, number_attrs, tensor
+from .tensors import NUMPY, FunctionFacts, Value, module_layer_attrs, number_attrs, returns_tensor, tensor
 
 __all__ = ["ModuleFacts"]
 
@@ -46,7 +46,8 @@ class ModuleFacts:
 
     def _from_callee(self, func: cst.FunctionDef, call: cst.Call) -> Value | None:
         """NUMPY when the same-file function or `self.` method `call` calls returns a numpy value
-        (reformer's `_get_least_common_mult_chunk_len` returns `np.lcm(...)`); None otherwise."""
+        (reformer's `_get_least_common_mult_chunk_len` returns `np.lcm(...)`); a tensor when it is
+        annotated to return one (fla's `prepare_chunk_offsets(...) -> torch.LongTensor`); else None."""
         callee = numpy_values.callee_of(self, func, call)
         if callee is None or callee is func or ("callee", callee) in self._params_active:
             return None
@@ -58,7 +59,7 @@ class ModuleFacts:
             finally:
                 self._params_active.discard(("callee", callee))
             memo[callee] = NUMPY if values and any(v.numpy for v in values) and not any(
-                v.data_dependent for v in values) else None
+                v.data_dependent for v in values) else returns_tensor(callee, self.bindings)
         return memo[callee]
 
     def number_attrs(self, func: cst.FunctionDef) -> frozenset[str]:

@@ -169,11 +169,11 @@ TENSOR_FUNCS = {"where", "cat", "stack", "zeros", "ones", "zeros_like", "ones_li
                 "transpose", "permute", "squeeze", "unsqueeze", "topk", "sort", "cumsum", "outer", "rand",
                 "randn", "randint", "rand_like", "randn_like", "tril", "triu", "diag", "roll", "flip",
                 "baddbmm", "addmm", "embedding", "cross_entropy", "mse_loss", "nll_loss", "normalize",
-                "scaled_dot_product_attention", "pad", "interpolate", "bucketize", "searchsorted"}
+                "scaled_dot_product_attention", "pad", "interpolate", "bucketize", "searchsorted", "diff"}
 TENSOR_METHODS = {"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "float",
                   "half", "double", "bfloat16", "int", "long", "bool", "to", "type_as", "expand",
                   "expand_as", "repeat", "matmul", "softmax", "masked_select", "nonzero", "unique",
-                  "gather", "index_select", "cumsum", "t", "mT", "T", "mean", "cpu", "cuda"}
+                  "gather", "index_select", "cumsum", "t", "mT", "T", "mean", "cpu", "cuda", "diff"}
 # Methods that keep the dtype (shape and layout changes, moves): a bool mask stays a bool mask.
 SHAPE_METHODS = {"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "expand",
                  "expand_as", "repeat", "t", "contiguous", "clone", "detach", "cpu", "cuda", "flip", "roll",

@@ -319,13 +319,12 @@ class FunctionFacts:
         ann = self.params[name].annotation
         if ann is not None:
             q = self.b.qualify(_optional_inner(ann.annotation))
-            if q in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"):
+            if q in TENSOR_TYPES:
                 if number_literal(self.params[name].default) or bool_literal(self.params[name].default):
                     # fastspeech2_conformer's `output_attentions: torch.Tensor | None = False`: the default
                     # says a flag, the annotation a tensor; not provably a tensor (precision first)
                     return UNKNOWN
-                dtype = {"torch.FloatTensor": "float", "torch.LongTensor": "int", "torch.BoolTensor": "bool"}
-                return tensor(dtype=dtype.get(q))
+                return tensor(dtype=TENSOR_TYPES[q])
             if isinstance(ann.annotation, cst.Name) and ann.annotation.value in ("int", "float", "bool", "str"):
                 return STATIC
             if q is not None and q.startswith("numpy."):
@@ -515,6 +514,19 @@ class FunctionFacts:
     def condition(self, test: cst.BaseExpression) -> Value:
         """The value Python would call bool() on in `if test:`."""
         return self.value(test)
+
+
+# Annotations that name a tensor, and the dtype each says.
+TENSOR_TYPES = {"torch.Tensor": None, "torch.FloatTensor": "float", "torch.LongTensor": "int", "torch.BoolTensor": "bool"}
+
+
+def returns_tensor(func: cst.FunctionDef, b: Bindings) -> Value | None:
+    """A tensor when `func` is annotated to return one (`-> torch.LongTensor`; not `Optional[...]`,
+    which may be None), else None."""
+    if func.returns is None:
+        return None
+    q = b.qualify(func.returns.annotation)
+    return tensor(dtype=TENSOR_TYPES[q]) if q in TENSOR_TYPES else None
 
 
 def _optional_inner(ann: cst.BaseExpression) -> cst.BaseExpression:

@@ -80,6 +80,19 @@ class TensorToPythonScalarRule(base.GraphMendRule):
                     return x * k
             """
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            def offsets(lengths: torch.Tensor) -> torch.LongTensor:
+                return torch.diff(lengths).cumsum(-1)
+
+            class M(nn.Module):
+                def forward(self, x, lengths):
+                    return x[: int(offsets(lengths)[-1])]
+            """
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
