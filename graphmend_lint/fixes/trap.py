@@ -160,9 +160,13 @@ UNAVAILABLE = "<not available under torch.compile>"
 def placeholder(part: cst.FormattedStringExpression) -> str:
     """What the compiled message shows for a value it cannot format: `<x.max(): not available ...>`."""
     name = code(part.expression)
+    label = ""
+    if part.equal is not None:  # `{x=}` shows "x=" before the value
+        label = "".join((part.whitespace_before_expression.value, name, part.whitespace_after_expression.value,
+                         part.equal.whitespace_before.value, "=", part.equal.whitespace_after.value))
     if len(name) > 40 or any(c in name for c in "{}\\\"'\n"):
         return UNAVAILABLE
-    return f"<{name}: {UNAVAILABLE[1:]}"
+    return f"{label}<{name}: {UNAVAILABLE[1:]}"
 
 
 def placeholder_text(node: cst.BaseExpression | None) -> str:
