@@ -218,6 +218,65 @@ def test_a_lambda_handed_to_a_disabled_def_is_not_compiled(tmp_path):
     assert got["helpers.py"] == [(8, "GM101"), (9, "GM201")]  # `kept` only (`probe` is lines 1-4)
 
 
+def test_call_of_a_disabled_def_from_another_file(tmp_path):
+    """GM907 across files: a def marked torch.compiler.disable in another module of the project,
+    called from a compiled forward by every import spelling; not where that module registers it as a
+    reorderable logging function (Dynamo defers the call), nor from eager code."""
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/stats.py": """
+            import torch
+
+
+            @torch.compiler.disable
+            def log_stats(t):
+                return None
+
+
+            @torch._dynamo.disable(recursive=False)
+            def record(t):
+                return None
+
+
+            @torch.compiler.disable
+            def deferred(t):
+                return None
+
+
+            torch._dynamo.config.reorderable_logging_functions.add(deferred)
+
+
+            def plain(t):
+                return t
+            """,
+        "pkg/model.py": """
+            from torch import nn
+            from . import stats
+            from .stats import deferred, log_stats, plain
+            from .stats import record as rec
+
+
+            class M(nn.Module):
+                def forward(self, x):
+                    log_stats(x)
+                    stats.record(x)
+                    rec(x)
+                    deferred(x)
+                    return plain(x)
+
+
+            def train_step(m, x):
+                log_stats(x)
+                return m(x)
+            """,
+    })
+    got = lint(paths)
+    assert got["model.py"] == [(10, "GM907"), (11, "GM907"), (12, "GM907")]
+    assert got["stats.py"] == []
+    alone = lint([paths[-1]])  # the other file is read by the index when only this one is linted
+    assert alone["model.py"] == got["model.py"]
+
+
 def test_autograd_function_forward_runs_compiled_through_apply(tmp_path):
     """liger-kernel's `LigerFusedLinearCrossEntropyFunction.apply(...)` in a module's forward: Dynamo
     traces the Function's `forward` (its `.item()` broke 3 times, measured by the audit), called as

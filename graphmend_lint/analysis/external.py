@@ -21,15 +21,17 @@ class FileFacts:
     # Of `compiled`, the defs that are frames Dynamo enters (a `forward`, a `torch.compile` target,
     # `compiled-functions`): the others are called from compiled code and traced inline.
     entries: frozenset = frozenset()
+    # dotted spellings, in this file, of other files' defs marked torch.compiler.disable (GM907)
+    disabled: frozenset = frozenset()
 
     def key(self) -> bytes:
         """What a per-file cache key must include: every cross-file fact the file may use."""
         return repr((sorted(self.module_classes), sorted(self.compiled), sorted(self.guards),
-                     sorted(self.wrapped), sorted(self.origins), sorted(self.entries))).encode()
+                     sorted(self.wrapped), sorted(self.origins), sorted(self.entries), sorted(self.disabled))).encode()
 
     def to_json(self) -> list:
         return [sorted(self.module_classes), sorted(self.compiled), sorted(self.guards), sorted(self.wrapped),
-                sorted(self.origins), sorted(self.entries)]
+                sorted(self.origins), sorted(self.entries), sorted(self.disabled)]
 
     def origin(self, qn: str | None) -> tuple[str, str] | None:
         """(module, qn) where the code of the generated file's def `qn` is written, ("", "") when

@@ -420,7 +420,7 @@ class ProjectIndex:
         compiled = frozenset(self._by_module.get(mod, ()))
         wrapped = frozenset(self._wrapped_by_module.get(mod, ()))
         entries = frozenset(self._entries_by_module.get(mod, ()))
-        guards = set()
+        guards, disabled = set(), set()
         if compiled or classes or wrapped:
             calls = {c for qn in compiled | wrapped for c in s["defs"][qn]["calls"]} if compiled or wrapped else \
                 {c for info in s["defs"].values() for c in info["calls"]}
@@ -433,8 +433,18 @@ class ProjectIndex:
                 t = self.lookup(q)
                 if t is not None and t[0] == "def" and self.is_guard(t[1], t[2]):
                     guards.add(c)
+                elif t is not None and t[0] == "def" and t[1] != mod and self._disabled(t[1], t[2]) \
+                        and not self._reorderable(t[1], t[2]):
+                    disabled.add(c)
         origins = frozenset(self._origins(mod, compiled | wrapped)) if s.get("gen") else frozenset()
-        return FileFacts(classes, compiled, frozenset(guards), wrapped, origins, entries)
+        return FileFacts(classes, compiled, frozenset(guards), wrapped, origins, entries, frozenset(disabled))
+
+    def _reorderable(self, mod: str, qn: str) -> bool:
+        """`qn` is added to `torch._dynamo.config.reorderable_logging_functions` in its module: Dynamo
+        defers its calls instead of breaking (scope.reorderable, for a def of the file itself)."""
+        s = self.module(mod)
+        return s is not None and any(e.split(" ")[0].endswith("reorderable_logging_functions.add")
+                                     and e.split(" ")[1] == qn for e in s["compile"])
 
     # -- generated files ---------------------------------------------------------
     def _source_module(self, mod: str) -> str | None:

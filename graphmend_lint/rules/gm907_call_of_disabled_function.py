@@ -12,10 +12,11 @@ DISABLE = {"torch.compiler.disable", "torch._dynamo.disable"}
 class CallOfDisabledFunctionRule(base.GraphMendRule):
     """
     ## What it does
-    Finds calls, in code that runs under `torch.compile`, of same-file functions or methods
-    decorated with `@torch.compiler.disable` / `@torch._dynamo.disable` (with or without
-    arguments), of module-level names bound to `torch.compiler.disable(fn)`, and of
-    `torch.compiler.disable(fn)(...)` itself.
+    Finds calls, in code that runs under `torch.compile`, of functions or methods decorated with
+    `@torch.compiler.disable` / `@torch._dynamo.disable` (with or without arguments): of the same
+    file, and of functions the file imports from another file of the project (the project
+    index); of module-level names bound to `torch.compiler.disable(fn)`,
+    and of `torch.compiler.disable(fn)(...)` itself.
 
     ## Why it breaks the graph
     Dynamo never traces a disabled function: it ends the graph before the call, runs the function
@@ -124,6 +125,8 @@ class CallOfDisabledFunctionRule(base.GraphMendRule):
         elif name.startswith("self.") and name.count(".") == 1:
             cls = self._class_of(node)
             target = scope.method(cls, name[5:]) if cls is not None else None
+        elif name in scope.ext.disabled:  # a def of another file of the project (the project index)
+            return name
         elif name in scope.index.module_aliases:
             alias = scope.index.module_aliases[name]
             if isinstance(alias, cst.Call) and X.qualified(self, alias.func) in DISABLE:
