@@ -41,13 +41,19 @@ def refusal(call: cst.Call, parent) -> str | None:
 
 
 def _once_flag(block: cst.IndentedBlock, parent) -> str | None:
-    """An attribute or global that the `if` around `block` tests and `block` assigns (sglang's
-    `if not self._logged: logger.info(...); self._logged = True`), or None."""
-    up = parent(block)
-    if not isinstance(up, cst.If) or up.body is not block:
+    """An attribute or global that an `if` around `block` tests and `block` assigns (sglang's
+    `if not self._logged: logger.info(...); self._logged = True`; megatron's
+    `if not fn.warned: if sequence_parallel: warnings.warn(...); fn.warned = True`), or None."""
+    tests = []
+    up: cst.CSTNode | None = block
+    while up is not None and not isinstance(up, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+        if isinstance(up, (cst.If, cst.While)):
+            tests.append(up.test)
+        up = parent(up)
+    if not tests:
         return None
     tested = set()
-    todo = [up.test]
+    todo = tests
     while todo:
         e = todo.pop()
         name = dotted(e)
@@ -65,7 +71,7 @@ def _once_flag(block: cst.IndentedBlock, parent) -> str | None:
                 targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
                     [small.target] if isinstance(small, (cst.AugAssign, cst.AnnAssign)) else []
                 for t in targets:
-                    if dotted(t) in tested and (isinstance(t, cst.Attribute) or t.value in _declared_around(up, parent)):
+                    if dotted(t) in tested and (isinstance(t, cst.Attribute) or t.value in _declared_around(block, parent)):
                         return dotted(t)  # it outlives the call (a local such as `use_cache` does not)
     return None
 
