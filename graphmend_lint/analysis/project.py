@@ -115,6 +115,10 @@ class ProjectIndex:
         self._entries_by_module: dict[str, set[str]] = {}
         self._copies: dict[str, tuple] = {}  # generated files: a source module's renames and class modules
         self._listed: dict[str, frozenset[str]] = {}  # folder -> its file names (`_find`)
+        # import roots that are folders without __init__.py: a namespace package's portion when the
+        # project imports through their name (megatron-core's `megatron/`: `from megatron.core.x import f`)
+        self._namespaces = {r.name: r for r in self.project_roots
+                            if r.name.isidentifier() and not (r / "__init__.py").is_file()}
 
     # -- finding modules -----------------------------------------------------
     def _top(self, name: str) -> list[Path]:
@@ -208,7 +212,7 @@ class ProjectIndex:
             return None
         head, _, rest = name.partition(".")
         if head in s["imports"]:
-            target = self.absolute(mod, s["imports"][head])
+            target = self._in_namespace(self.absolute(mod, s["imports"][head]))
         elif head in s["classes"] or head in s["defs"]:
             target = f"{mod}.{head}"
         elif head in s["aliases"] and s["aliases"][head] != name:
@@ -222,6 +226,19 @@ class ProjectIndex:
             else:
                 return None
         return f"{target}.{rest}" if rest else target
+
+    def _in_namespace(self, qual: str) -> str:
+        """`megatron.core.x` -> `core.x` where `megatron` is an import root of the project without
+        __init__.py (a namespace package portion) that holds `core`: the run's name of that module."""
+        head, _, rest = qual.partition(".")
+        root = self._namespaces.get(head) if rest else None
+        if root is None or head in self._project_tops:
+            return qual
+        top = rest.split(".")[0]
+        if top in self._project_tops or "__init__.py" in self._files(os.path.join(root, top)) \
+                or top + ".py" in self._files(str(root)):
+            return rest
+        return qual
 
     def lookup(self, qual: str, depth: int = 0) -> tuple | None:
         """("class", mod, name) | ("def", mod, "f" or "C.m") | ("mod", mod) | None for a qualified name."""
