@@ -332,6 +332,40 @@ def test_namespace_package_folders_import_from_the_project_root(tmp_path):
     assert lint([p for p in paths if p.suffix == ".py"])["sub.py"] == [(8, "GM101"), (9, "GM201")]
 
 
+def test_a_namespace_portion_without_a_project_marker(tmp_path, monkeypatch):
+    """megatron-core's wheel: `megatron/` has no __init__.py and no project file lies above it, so the
+    project is `megatron/core` and its modules are `core.*`; `from megatron.core.moe.utils import f`
+    names the same files (the audit's 6 missed findings; pyannote.audio's result depended on the
+    working folder). Linted from inside and from outside the tree: the same findings."""
+    paths = write(tmp_path, {
+        "megatron/core/__init__.py": "",
+        "megatron/core/module.py": "import torch\n\n\nclass MegatronModule(torch.nn.Module):\n    pass\n",
+        "megatron/core/moe/__init__.py": "",
+        "megatron/core/moe/utils.py": """
+            def sinkhorn(cost, tol=1e-4):
+                error = cost.sum()
+                while error > tol:
+                    error = error / 2
+                return cost
+            """,
+        "megatron/core/moe/router.py": """
+            from megatron.core.module import MegatronModule
+            from megatron.core.moe.utils import sinkhorn
+
+
+            class Router(MegatronModule):
+                def forward(self, x):
+                    print("routing")
+                    return sinkhorn(x)
+            """,
+    })
+    expected = {"utils.py": [(4, "GM103")], "router.py": [(8, "GM201")]}
+    for cwd in (tmp_path, paths[-1].parent, Path(os.path.abspath(os.sep))):
+        monkeypatch.chdir(cwd)
+        got = lint(paths)
+        assert {k: got[k] for k in expected} == expected, cwd
+
+
 def test_a_helper_called_through_a_local_name_runs_compiled(tmp_path):
     """nflows' `spline_fn = splines.rational_quadratic_spline` then `spline_fn(...)` in a forward: the
     helper in another file runs compiled (audit: its breaks were not reported)."""
