@@ -107,9 +107,13 @@ class M(nn.Module):
 '''
     findings = engine.check(src, DEFER).findings
     assert len(findings) == 4 and all("guard it" in f.message for f in findings)
+    # `self.describe(y)` may change state (a method of the model's own): guarded, compiled code would
+    # skip it, so that one gets no fix (audit: sam2's `logging.info(..., self.load_state_dict(...))`)
+    assert "may have a side effect (`self.describe()`)" in findings[3].message and findings[3].safety == "none"
     fixed = engine.check(src, DEFER, fix=True).source.decode()
     assert "_graphmend_print" not in fixed and fixed.count("is_compiling()") == 1  # adjacent guards merged
-    assert fixed.count("\n            print(") == 4
+    assert fixed.count("\n            print(") == 3
+    assert '\n        print("computed", self.describe(y))' in fixed
 
 
 def test_no_helper_above_a_late_import():

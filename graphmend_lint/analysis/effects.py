@@ -170,23 +170,77 @@ def _standard_factory(func: cst.BaseExpression, facts) -> bool:
                for stmt in facts.module.body)
 
 
-def side_effect(call: cst.Call) -> str | None:
-    """A short description of the first argument expression that changes state, if any."""
+# Calls an argument of a guarded print/log/warn may make: skipped under compile, they must change
+# nothing (audit: sam2's `logging.info("loading", self.load_state_dict(ckpt))` loaded no weights).
+# Builtins that only read (a consuming one, `list(it)`, only of something that is not a bare name,
+# which could be an iterator the code reads later; `tuple(x.shape)` is kept):
+READING_BUILTINS = frozenset({
+    "len", "str", "repr", "ascii", "type", "isinstance", "issubclass", "hasattr", "getattr", "callable", "id",
+    "hex", "oct", "bin", "abs", "round", "int", "float", "bool", "complex", "format", "chr", "ord", "divmod",
+    "pow", "range", "slice",
+})
+CONSUMING_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "dict", "sorted", "sum", "min", "max",
+                                "any", "all", "zip", "enumerate", "reversed"})
+# Methods that read their object: tensors' (shape, dtype, reductions, copies), str's, dict's.
+READING_METHODS = frozenset({
+    "size", "dim", "numel", "nelement", "stride", "element_size", "get_device", "is_floating_point",
+    "is_complex", "is_contiguous", "data_ptr", "storage_offset", "type", "item", "tolist", "numpy", "cpu",
+    "detach", "clone", "contiguous", "float", "double", "half", "bfloat16", "long", "int", "bool", "to",
+    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "std", "var", "norm", "abs", "any",
+    "all", "count_nonzero", "nonzero", "unique", "isnan", "isinf", "isfinite", "flatten", "view",
+    "reshape", "squeeze", "unsqueeze", "transpose", "permute", "t", "eq", "ne", "lt", "le", "gt", "ge",
+    "equal", "allclose", "square", "sqrt", "exp", "log", "round", "prod", "cumsum",
+    "format", "join", "upper", "lower", "strip", "lstrip", "rstrip", "replace", "split", "rsplit",
+    "startswith", "endswith", "capitalize", "title", "center", "ljust", "rjust", "zfill", "encode",
+    "decode", "splitlines", "count", "find", "index", "keys", "values", "items", "get", "copy",
+})
+# Modules whose functions only compute (their random draws and state changes excluded below).
+READING_MODULES = ("torch", "numpy", "math", "os.path", "time", "string", "json", "operator")
+STATEFUL = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+                      "bernoulli", "multinomial", "normal", "poisson", "manual_seed", "seed", "set_rng_state",
+                      "get_rng_state", "dropout", "save", "load", "sleep", "dump",
+                      "set_printoptions", "set_default_dtype", "use_deterministic_algorithms"})
+_STATEFUL_PARTS = {"random", "distributed", "cuda", "mps", "xpu", "_dynamo", "compiler", "backends", "hub"}
+
+
+def side_effect(call: cst.Call, b: Bindings | None = None) -> str | None:
+    """A short description of the first argument expression that may change state, if any: a call
+    not known to only read (`self.load_state_dict(...)`, `self.bump()`), `:=`, `yield`, `await`."""
     for arg in call.args:
         for node in _walk(arg.value):
             if isinstance(node, cst.NamedExpr):
                 return "`:=`"
             if isinstance(node, (cst.Yield, cst.Await)):
                 return "`yield`" if isinstance(node, cst.Yield) else "`await`"
-            if isinstance(node, cst.Call):
+            if isinstance(node, cst.Call) and not _reads_only(node, b):
+                name = dotted(node.func)
                 if isinstance(node.func, cst.Attribute):
-                    name = node.func.attr.value
-                    inplace = name.endswith("_") and not name.startswith("_")
-                    if inplace or name in MUTATING_METHODS:
-                        return f"`.{name}()`"
-                elif isinstance(node.func, cst.Name) and node.func.value == "next":
-                    return "`next()`"
+                    return f"`.{node.func.attr.value}()`" if name is None or len(name) > 40 else f"`{name}()`"
+                return f"`{name}()`" if name is not None and len(name) <= 40 else "a call"
     return None
+
+
+def _reads_only(node: cst.Call, b: Bindings | None) -> bool:
+    """`node` is a call known to change nothing (its arguments are checked on their own)."""
+    func = node.func
+    q = b.qualify(func) if b is not None else None
+    if q is not None:
+        parts = q.split(".")
+        return (any(q == m or q.startswith(m + ".") for m in READING_MODULES) and parts[-1] not in STATEFUL
+                and not parts[-1].endswith("_") and not _STATEFUL_PARTS.intersection(parts[1:]))
+    if isinstance(func, cst.Name):
+        if b is not None and b.qualify(func) is None and func.value in READING_BUILTINS:
+            return True
+        if func.value in CONSUMING_BUILTINS:
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            return len(positional) != 1 or not isinstance(positional[0].value, cst.Name)
+        return b is None and func.value in READING_BUILTINS
+    if isinstance(func, cst.Attribute):
+        name = func.attr.value
+        if name.endswith("_") and not name.startswith("_") or name in MUTATING_METHODS:
+            return False
+        return name in READING_METHODS
+    return False
 
 
 def _walk(node: cst.CSTNode):

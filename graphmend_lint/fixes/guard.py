@@ -12,14 +12,14 @@ from .fix import Fix, NoFix
 NO_FIX_VALUE_USED = "its value is used, so it cannot be guarded as a statement"
 NO_FIX_SHARED_LINE = "it shares its line with other statements"
 NO_FIX_ONE_LINE_BODY = "it is the body of a one-line compound statement"
-NO_FIX_SIDE_EFFECT = "an argument has a side effect ({}) that compiled code would then skip"
+NO_FIX_SIDE_EFFECT = "an argument may have a side effect ({}) that compiled code would then skip"
 NO_FIX_ONCE_FLAG = ("`{}` is set beside it, a flag its `if` tests: under compile the guard would skip the "
                     "message and still set the flag, so it would never be shown, in eager either")
 NO_FIX_COMPILE_ONLY = ("it runs only under torch.compile (the test `{}` chooses this arm), so a "
                        "`not is_compiling()` guard would make it dead code")
 
 
-def refusal(call: cst.Call, parent) -> str | None:
+def refusal(call: cst.Call, parent, bindings=None) -> str | None:
     """Why the guard fix cannot be applied to `call`, or None when it can."""
     expr_stmt = parent(call)
     if not isinstance(expr_stmt, cst.Expr) or expr_stmt.value is not call:
@@ -31,7 +31,7 @@ def refusal(call: cst.Call, parent) -> str | None:
         return NO_FIX_SHARED_LINE
     if not isinstance(parent(line), cst.IndentedBlock):
         return NO_FIX_SHARED_LINE
-    effect = side_effect(call)
+    effect = side_effect(call, bindings)
     if effect is not None:
         return NO_FIX_SIDE_EFFECT.format(effect)
     flag = _once_flag(parent(line), parent)
@@ -88,7 +88,7 @@ TITLE = "guard it with `not torch.compiler.is_compiling()`"
 
 def guard(rule, call: cst.Call) -> Fix | NoFix:
     """The guard fix of `call` (already known to be print/logging/warnings in compiled scope)."""
-    reason = refusal(call, rule.parent)
+    reason = refusal(call, rule.parent, rule.facts.bindings)
     only = context.runs_only_compiled(call, rule.parent, rule.facts.bindings) if reason is None else None
     if only is not None:
         reason = NO_FIX_COMPILE_ONLY.format(only)

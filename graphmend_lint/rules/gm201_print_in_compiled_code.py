@@ -90,8 +90,11 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
     `StringIO` and parses it); skipping or deferring it under compile would change that text.
     When `print(...)` is not a statement of its own (its value is used, it shares a line
     with other statements, or it is the body of a one-line `if`), and when an argument
-    has a side effect (`.pop()`, `next()`, an in-place `.add_()`, `:=`) that a guarded
-    call would skip under compile. `*args`/`**kwargs` and f-strings that call `.item()`
+    may have a side effect that a guarded call would skip under compile: any call that is
+    not known to only read (shape and dtype queries, reductions, casts, `str`/`len`/`tuple(x.shape)`,
+    string formatting, `torch`/`math` functions other than random draws; not
+    `self.load_state_dict(...)`, a method of your own, `.pop()`, `next()`, an in-place `.add_()`),
+    and `:=`. `*args`/`**kwargs` and f-strings that call `.item()`
     are guarded (the eager call is unchanged). When the file does not import `torch`
     itself, `graphmend-lint --fix` adds `import torch`; plain `fixit fix` leaves that
     finding for the CLI.
@@ -247,7 +250,7 @@ class PrintInCompiledCodeRule(base.GraphMendRule):
         return self._is_print(call) and self._captured(call) is None  # a captured print is never rewritten
 
     def defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, list[cst.Arg]] | None:
-        if not self._is_print(call) or guard.refusal(call, self.parent) is not None:
+        if not self._is_print(call) or guard.refusal(call, self.parent, self.facts.bindings) is not None:
             return None
         func = self.compiled_function(call)
         assert func is not None

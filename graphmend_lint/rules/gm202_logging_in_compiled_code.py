@@ -109,9 +109,11 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
 
     ## When no fix is offered
     When the call's value is used, when it shares its line with other statements or
-    is the body of a one-line `if`, and when an argument has a side effect
-    (`.pop()`, `next()`, an in-place `.add_()`, `:=`) that a guarded call would skip
-    under compile. A logger created inside compiled code (`log = logging.getLogger(...)`
+    is the body of a one-line `if`, and when an argument may have a side effect that a
+    guarded call would skip under compile: any call that is not known to only read (shape and
+    dtype queries, reductions, casts, `str`/`len`/`tuple(x.shape)`, string formatting,
+    `torch`/`math` functions other than random draws; not `self.load_state_dict(...)`, a method of
+    your own, `.pop()`, `next()`, an in-place `.add_()`), and `:=`. A logger created inside compiled code (`log = logging.getLogger(...)`
     in `forward`) breaks the graph by itself (Dynamo cannot trace the logging
     manager): the calls are guarded, the creation stays; create it at module level or
     in `__init__`. Loggers that are parameters of the function, or names bound to
@@ -280,7 +282,7 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
 
     def defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, list[cst.Arg]] | None:
         found = self._log_call(call)
-        if found is None or found[1] is None or guard.refusal(call, self.parent) is not None:
+        if found is None or found[1] is None or guard.refusal(call, self.parent, self.facts.bindings) is not None:
             return None
         compiled, name = found
         method = (dotted(call.func) or "").split(".")[-1]

@@ -82,9 +82,11 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
 
     ## When no fix is offered
     When the call's value is used, when it shares its line with other statements or
-    is the body of a one-line `if`, and when an argument has a side effect
-    (`.pop()`, `next()`, an in-place `.add_()`, `:=`) that a guarded call would skip
-    under compile.
+    is the body of a one-line `if`, and when an argument may have a side effect that a
+    guarded call would skip under compile: any call that is not known to only read (shape and
+    dtype queries, reductions, casts, `str`/`len`/`tuple(x.shape)`, string formatting,
+    `torch`/`math` functions other than random draws; not `self.load_state_dict(...)`, a method of
+    your own, `.pop()`, `next()`, an in-place `.add_()`), and `:=`.
     """
 
     CODE = "GM203"
@@ -182,7 +184,7 @@ class WarningsInCompiledCodeRule(base.GraphMendRule):
     def defer_site(self, call: cst.Call) -> tuple[cst.SimpleStatementLine, list[cst.Arg]] | None:
         if not self._is_warn(call) or self.facts.bindings.qualify(call.func) != "warnings.warn":
             return None
-        if guard.refusal(call, self.parent) is not None:
+        if guard.refusal(call, self.parent, self.facts.bindings) is not None:
             return None
         category = defer.builtin_category(call, self.facts.module, self.facts.bindings)
         func = self.function_of(call)
