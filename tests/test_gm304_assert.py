@@ -64,3 +64,44 @@ def test_narrow_integer_lengths_compare_as_python_ints(dtype, slen, lengths):
     else:
         assert torch.equal(compiled(slen, t), want)
     torch._dynamo.reset()
+
+
+def test_numpy_value_taken_for_a_tensor_falls_back_while_tracing():
+    """alphafold3's `assert n == int(biomol.atom_mask.sum())` with `atom_mask: np.ndarray`: the value is
+    a tensor only by assumption (`.sum()` of something unknown). The compiled form calls `.double()`
+    and `.is_floating_point()`, which a NumPy array (traced by Dynamo) lacks: it crashed under
+    compile. It now checks `isinstance(..., torch.Tensor)` while tracing and otherwise runs the
+    original assert (the break stays); with a tensor it asserts on the tensor (no break)."""
+    import numpy as np
+
+    from graphmend_lint import engine
+    from graphmend_lint.settings import Settings
+
+    src = b'''import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def forward(self, x, bio):
+        assert 3 == int(bio.mask.sum())
+        return x * 2
+'''
+    fixed = engine.check(src, Settings(), fix=True).source
+    assert b"isinstance(bio.mask.sum(), torch.Tensor)" in fixed
+    scope: dict = {}
+    exec(compile(fixed, "<fixed>", "exec"), scope)
+    model, x = scope["M"](), torch.randn(3)
+
+    class Bio:
+        def __init__(self, mask):
+            self.mask = mask
+
+    for mask, breaks in ((np.array([1, 1, 1]), 1), (torch.tensor([1, 1, 1]), 0)):
+        out, _, got = _call(model, (x, Bio(mask)), "aot_eager")
+        assert torch.equal(out[0], x * 2) and got == breaks
+    with pytest.raises(AssertionError):
+        model(x, Bio(np.array([1, 1])))
+    torch._dynamo.reset()
+    with pytest.raises(AssertionError):  # the original assert, run where the value is not a tensor
+        torch.compile(model, backend="aot_eager")(x, Bio(np.array([1, 1])))
+    torch._dynamo.reset()

@@ -515,6 +515,35 @@ class FunctionFacts:
         """The value Python would call bool() on in `if test:`."""
         return self.value(test)
 
+    def assumed(self, node: cst.BaseExpression, depth: int = 0, seen: frozenset = frozenset()) -> bool:
+        """`node` is taken for a tensor only because a reduction or predicate method is called on
+        something not known to be one (`bio.atom_mask.sum()`, the field a NumPy array: alphafold3):
+        a fix that calls tensor-only methods on it checks `isinstance(..., torch.Tensor)` while tracing."""
+        if depth > 25:
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            recv = node.func.value
+            if self.b.qualify(node.func) is not None:
+                return False  # `torch.sum(x)`: a tensor, or eager raises
+            if node.func.attr.value in T.REDUCTIONS or node.func.attr.value in T.PREDICATES:
+                if not self.value(recv).is_tensor:
+                    return True
+            return self.value(recv).is_tensor and self.assumed(recv, depth + 1, seen)
+        if isinstance(node, cst.Name):
+            if node.value in seen or node.value not in self.assigned:
+                return False
+            return any(v is not None and self.value(v).is_tensor and self.assumed(v, depth + 1, seen | {node.value})
+                       for v in self.assigned[node.value])
+        if isinstance(node, cst.Subscript):
+            return self.assumed(node.value, depth + 1, seen)
+        if isinstance(node, (cst.BinaryOperation, cst.Comparison, cst.BooleanOperation)):
+            parts = [node.left, node.right] if not isinstance(node, cst.Comparison) else \
+                [node.left, *(c.comparator for c in node.comparisons)]
+            return any(self.value(p).is_tensor and self.assumed(p, depth + 1, seen) for p in parts)
+        if isinstance(node, cst.UnaryOperation):
+            return self.assumed(node.expression, depth + 1, seen)
+        return False
+
 
 # Annotations that name a tensor, and the dtype each says.
 TENSOR_TYPES = {"torch.Tensor": None, "torch.FloatTensor": "float", "torch.LongTensor": "int", "torch.BoolTensor": "bool"}

@@ -79,6 +79,8 @@ def tensor_side(tz: trap.Tensorize, kind: str, t: cst.BaseExpression, other: cst
         raise Refused(f"`{code(t)}` calls something not known to be free of side effects")
     dtype = tz.facts.value(t).dtype
     a = trap.atom(t)
+    if tz.facts.assumed(t):  # tensor methods below: a NumPy value (traced by Dynamo) has none of them
+        checks.append(f"isinstance({a}, {tz.name('torch.Tensor')})")
     if kind == "float":
         if other is not None and not _number(tz, other):
             name = dotted(other)

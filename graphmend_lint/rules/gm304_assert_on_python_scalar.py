@@ -46,7 +46,10 @@ class AssertOnPythonScalarRule(base.GraphMendRule):
     floating one as `t.double()` (the exact float64 `.item()` returns); `int(t)` of a floating tensor is `t.double().trunc()`; a dtype the source does not
     prove is decided while tracing (`t.is_floating_point()`, a Python constant there). When the
     other side is not provably an int, the compiled path checks `isinstance(slen, int)` while
-    tracing and runs the original assert otherwise (the break stays). A constant message is kept;
+    tracing and runs the original assert otherwise (the break stays); so it does with
+    `isinstance(t, torch.Tensor)` when `t` is taken for a tensor only because `.sum()`/`.max()`...
+    is called on something not known to be one (a NumPy array, which Dynamo traces too, has no
+    `.double()`: alphafold3's `int(biomol.atom_mask.sum())`). A constant message is kept;
     an f-string keeps the values torch can format inside a graph, else its constant parts; an
     assert without a message gets `""`: measured on torch 2.13, `torch._assert_async(c)` without a
     message is dropped by aot_eager and Inductor (a failing check passes), with one it raises.
