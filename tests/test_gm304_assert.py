@@ -105,3 +105,27 @@ class M(nn.Module):
     with pytest.raises(AssertionError):  # the original assert, run where the value is not a tensor
         torch.compile(model, backend="aot_eager")(x, Bio(np.array([1, 1])))
     torch._dynamo.reset()
+
+
+def test_python_O_drops_the_compiled_check_as_it_drops_the_assert(tmp_path):
+    """Audit (alphafold3, GM302): under `python -O` the original assert is gone, in eager and compiled
+    runs; the compiled `torch._assert_async` sat in a plain `else:` and still raised. It sits under
+    `elif __debug__:` now (GM302/GM303 f-string forms, GM304): nothing raises under -O."""
+    import subprocess
+    import sys
+
+    fixed = FIXTURES / "GM304" / "invalid_lengths_item.fixed.py"
+    assert "elif __debug__" in fixed.read_text(encoding="utf-8")
+    script = tmp_path / "run_O.py"
+    script.write_text(f"""
+import importlib.util, torch
+spec = importlib.util.spec_from_file_location("fixed", {str(fixed)!r})
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+m = mod.Masked()
+x, too_long = torch.randn(2, 5, 4), torch.tensor([3, 9])
+m(x, too_long)
+torch.compile(m, backend="aot_eager")(x, too_long)
+print("no check ran")
+""")
+    out = subprocess.run([sys.executable, "-O", str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "no check ran" in out.stdout, out.stderr[-2000:]

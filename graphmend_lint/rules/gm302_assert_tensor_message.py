@@ -46,8 +46,8 @@ class AssertTensorMessageRule(base.GraphMendRule):
     specialise dynamic shapes (a recompile per size) and tensors or a `torch.Size` break the
     graph, so such a message keeps its constant parts and names the value it cannot show
     (`f"min={x.min()}"` -> `"min=<x.min(): not available under torch.compile>"`),
-    and the finding says so; eager runs keep the full message. With `assert` in both branches,
-    `python -O` still removes the check in both modes.
+    and the finding says so; eager runs keep the full message. `python -O` still removes the
+    check in both modes: the `torch._assert_async` form sits under `elif __debug__:`.
 
     ## Fix safety
     Safe: in eager mode `torch.compiler.is_compiling()` is `False` and the original assert
@@ -174,11 +174,10 @@ class AssertTensorMessageRule(base.GraphMendRule):
         except Refused as why:
             self.report(node, f"{self.MESSAGE}; no fix: {why}")
             return
-        if keeps:
-            check = f"{tz.name('torch._assert_async')}({test}, {msg})"  # keeps the f-string's values
+        if keeps:  # keeps the f-string's values; `__debug__`: `python -O` drops it as it drops the assert
+            compiled = trap.branches([("__debug__", [f"{tz.name('torch._assert_async')}({test}, {msg})"])])
         else:
-            check = f"assert {test}" + (f", {msg}" if msg is not None else "")
-        compiled = trap.branches([(None, [check])])
+            compiled = trap.branches([(None, [f"assert {test}" + (f", {msg}" if msg is not None else "")])])
         is_compiling = tz.name("torch.compiler.is_compiling")
         fix = Fix(trap.eager_split(line, is_compiling, compiled), title=trap.TITLE + note,
                   needs_torch_import=tz.needs_import)

@@ -43,7 +43,8 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
     `torch._assert(t, msg)` becomes `assert t, "<constant>"` under compile, which Dynamo
     captures as a graph assertion (and which `python -O` removes, like `torch._assert`
     itself). An f-string message whose values torch formats inside the graph (dtypes, `dim()`,
-    config numbers) is kept whole, with `torch._assert_async(t, f"...")`; one with sizes or
+    config numbers) is kept whole, with `torch._assert_async(t, f"...")` under `elif __debug__:`
+    (`python -O` removes it, as it removes `torch._assert`); one with sizes or
     tensors keeps its constant parts (a placeholder for each such value) under compile, and the finding says so. A missing
     `_check_tensor_all` message becomes PyTorch's default text.
 
@@ -172,7 +173,9 @@ class TorchAssertOnTensorRule(base.GraphMendRule):
             self.report(node, f"{self.MESSAGE}; no fix: {why}")
             return
         is_compiling = tz.name("torch.compiler.is_compiling")
-        compiled = trap.branches([(None, [compiled_stmt])])
+        # torch._assert is an `assert` inside: `python -O` drops it, so the compiled check too
+        debug = "__debug__" if q == "torch._assert" and "_assert_async(" in compiled_stmt else None
+        compiled = trap.branches([(debug, [compiled_stmt])])
         fix = Fix(trap.eager_split(line, is_compiling, compiled), title=trap.TITLE + note,
                   needs_torch_import=tz.needs_import)
         self.report(line, self.MESSAGE + note, fix=fix, at=node)

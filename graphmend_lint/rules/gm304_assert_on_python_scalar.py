@@ -38,7 +38,7 @@ class AssertOnPythonScalarRule(base.GraphMendRule):
     ```python
     if not torch.compiler.is_compiling():
         assert lengths.max().item() <= slen
-    else:
+    elif __debug__:
         torch._assert_async((lengths.max().double() if lengths.max().is_floating_point() else lengths.max().long()) <= slen, "")
     ```
     The compiled comparison is the one Python makes: an integer tensor is compared as `t.long()`
@@ -57,7 +57,7 @@ class AssertOnPythonScalarRule(base.GraphMendRule):
     ## Fix safety
     Safe: eager runs the original assert (same test, `AssertionError`, message). Under compile a
     failing check raises `RuntimeError` (as Dynamo's own rewrite of `assert <tensor>, "msg"`
-    does); `python -O` no longer removes the compiled check. The tensor must be provably 0-d
+    does); `python -O` removes both checks (the compiled one sits under `elif __debug__:`). The tensor must be provably 0-d
     (`.item()` raises on several elements where Inductor's `_assert_async` would test each).
 
     On CUDA (not measured here) the compiled assertion is a device-side assert: the message
@@ -116,7 +116,7 @@ class AssertOnPythonScalarRule(base.GraphMendRule):
                     lengths = (x != 0).sum(dim=1)
                     if not torch.compiler.is_compiling():
                         assert lengths.max().item() <= slen
-                    else:
+                    elif __debug__:
                         torch._assert_async(lengths.max().long() <= slen, "")
                     return x
             """,
@@ -184,11 +184,12 @@ class AssertOnPythonScalarRule(base.GraphMendRule):
         if msg is None:  # without a message, Inductor and aot_eager drop `_assert_async` (measured)
             msg = '""'
         check = f"{tz.name('torch._assert_async')}({test}, {msg})"
+        # `__debug__`: `python -O` drops the compiled check as it drops the assert
         if checks:
             original = code(line.with_changes(leading_lines=())).strip("\n")
-            compiled = trap.branches([(" and ".join(checks), [check]), (None, [original])])
+            compiled = trap.branches([(" and ".join(["__debug__", *checks]), [check]), (None, [original])])
         else:
-            compiled = trap.branches([(None, [check])])
+            compiled = trap.branches([("__debug__", [check])])
         is_compiling = tz.name("torch.compiler.is_compiling")
         title = "fix: " + trap.TITLE + (f", checked while tracing ({', '.join(f'`{c}`' for c in checks)})" if checks else "")
         return Fix(trap.eager_split(line, is_compiling, compiled), Safety.SAFE, title + note, tz.needs_import)
