@@ -277,6 +277,70 @@ def test_call_of_a_disabled_def_from_another_file(tmp_path):
     assert alone["model.py"] == got["model.py"]
 
 
+def test_methods_of_a_helper_object_and_overrides_run_compiled(tmp_path):
+    """Audits: performer's `self.proj_updater.redraw_projections()` and momentfm's
+    `self.mask_generator.generate_mask(...)` (the object built in `__init__`, its class in the same
+    file or another), and gliner's subclass `loss` called as `self.loss()` from the inherited forward:
+    their breaks were missed. The file alone (engine.check) and the project agree."""
+    from graphmend_lint import engine
+
+    model = """
+        import torch
+        from torch import nn
+        from .masking import Masking
+
+
+        class Updater(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("calls", torch.tensor(0))
+
+            def maybe_update(self):
+                print("redraw")
+                return self.calls
+
+
+        class Base(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.updater = Updater()
+                self.masks = Masking()
+
+            def loss(self, h):
+                return h.sum()
+
+            def forward(self, x):
+                self.updater.maybe_update()
+                return self.loss(self.masks.generate_mask(x))
+
+
+        class Child(Base):
+            def loss(self, h):
+                print("child loss")
+                return h.mean()
+
+
+        class Unused:
+            def maybe_update(self):
+                print("never compiled")
+        """
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/masking.py": """
+            class Masking:
+                def generate_mask(self, x):
+                    print("masking")
+                    return x
+            """,
+        "pkg/model.py": model,
+    })
+    got = lint(paths)
+    assert got["model.py"] == [(13, "GM201"), (33, "GM201")]
+    assert got["masking.py"] == [(4, "GM201")]
+    alone = engine.check(paths[-1].read_bytes(), Settings()).findings
+    assert sorted((f.line, f.code) for f in alone) == got["model.py"]
+
+
 def test_autograd_function_forward_runs_compiled_through_apply(tmp_path):
     """liger-kernel's `LigerFusedLinearCrossEntropyFunction.apply(...)` in a module's forward: Dynamo
     traces the Function's `forward` (its `.item()` broke 3 times, measured by the audit), called as

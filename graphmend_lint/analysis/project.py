@@ -333,11 +333,34 @@ class ProjectIndex:
         head, _, rest = call.partition(".")
         if head in ("self", "cls") and cls and rest and "." not in rest:
             return self.method(mod, cls, rest)
+        if head == "self" and cls and rest.count(".") == 1:
+            return self._attr_method(mod, cls, *rest.split("."))
         if head == "super()" and cls and rest and "." not in rest:
             return self.method(mod, cls, rest, skip_self=True)
         q = self.qualify(mod, call)
         r = self.lookup(q) if q and self.in_project(q) else None  # installed packages: not followed
         return (r[1], r[2]) if r is not None and r[0] == "def" else None
+
+    def _attr_method(self, mod: str, cls: str, attr: str, name: str, depth: int = 0) -> tuple[str, str] | None:
+        """`self.attr.name(...)` where `__init__` of `cls` (or of a base) binds `self.attr = Ctor(...)`,
+        Ctor a class of the project with one such method (momentfm's `self.mask_generator.generate_mask`)."""
+        s = self.module(mod)
+        if s is None or depth > MAX_DEPTH:
+            return None
+        ctor = s.get("attrs", {}).get(cls, {}).get(attr)
+        if ctor is None:
+            for q, _ in self.bases(mod, cls):
+                r = self.lookup(q) if q else None
+                if r is not None and r[0] == "class":
+                    found = self._attr_method(r[1], r[2], attr, name, depth + 1)
+                    if found is not None:
+                        return found
+            return None
+        if "|" in ctor:
+            return None  # two constructors: the index keeps one callee per call
+        q = self.qualify(mod, ctor)
+        r = self.lookup(q) if q and self.in_project(q) else None
+        return self.method(r[1], r[2], name) if r is not None and r[0] == "class" else None
 
     def is_autograd_function(self, mod: str, cls: str, depth: int = 0) -> bool:
         """`cls` derives from torch.autograd.Function (through project classes)."""

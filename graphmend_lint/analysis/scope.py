@@ -18,13 +18,28 @@ from .. import fastwalk  # read-only walk without libcst's node rebuilding
 from . import external
 from .bindings import Bindings, dotted
 from .context import calls_below, compile_value, runs_only_in_eager
-from .tables import AUTOGRAD_FUNCTION, COMPILE_FUNCS, DISABLE_FUNCS, MODULE_BASE_SUFFIXES
+from .tables import AUTOGRAD_FUNCTION, COMPILE_FUNCS, DISABLE_FUNCS, INIT_METHODS, MODULE_BASE_SUFFIXES
 
 
 def is_wrapper(f: cst.FunctionDef) -> bool:
     """Decorated with `wraps(g)` / `functools.wraps(g)`: runs in place of `g` when called."""
     return any(isinstance(d.decorator, cst.Call) and (dotted(d.decorator.func) or "").split(".")[-1] == "wraps"
                for d in f.decorators)
+
+
+def _attr_ctors(init: cst.FunctionDef, attr: str) -> set[str]:
+    """The constructors `init` binds `self.<attr>` to (`self.attr = Ctor(...)`), as written."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if isinstance(node.value, cst.Call) and any(dotted(t.target) == f"self.{attr}" for t in node.targets):
+                ctor = dotted(node.value.func)
+                if ctor:
+                    found.add(ctor)
+
+    fastwalk.visit(init, V())
+    return found
 
 
 def _decorator_target(dec: cst.Decorator, b: Bindings) -> str | None:
@@ -183,6 +198,32 @@ class CompiledScope:
                     return stmt
         return None
 
+    def _overrides(self, cls: cst.ClassDef, name: str) -> list[cst.FunctionDef]:
+        """Methods `name` of the file's subclasses of `cls`: `self.name()` in a method of `cls` runs
+        theirs on their instances (gliner: a subclass's `loss` called from the inherited forward)."""
+        subs = self.__dict__.get("_subclasses")
+        if subs is None:
+            subs = self._subclasses = {}
+            for c in self.index.classes.values():
+                for base in self.class_bases(c)[1:]:
+                    subs.setdefault(base, []).append(c)
+        return [stmt for c in subs.get(cls, ()) for stmt in c.body.body
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name]
+
+    def _attr_method(self, cls: cst.ClassDef, attr: str, name: str) -> cst.FunctionDef | None:
+        """`self.attr.name(...)` where `__init__` binds `self.attr = Ctor(...)`, Ctor a class of the
+        file (performer's `self.proj_updater.redraw_projections()`); as the project index's
+        `_attr_method` (an attribute bound to two constructors: none)."""
+        for c in self.class_bases(cls):
+            ctors = set()
+            for stmt in c.body.body:
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value in INIT_METHODS:
+                    ctors |= _attr_ctors(stmt, attr)
+            if ctors:
+                ctor = ctors.pop() if len(ctors) == 1 else None
+                return self.method(self.index.classes[ctor], name) if ctor in self.index.classes else None
+        return None
+
     # -- roots and closure ---------------------------------------------------
     def _decorated(self, f: cst.FunctionDef, targets: set[str]) -> bool:
         return any(_decorator_target(d, self.b) in targets for d in f.decorators)
@@ -294,6 +335,11 @@ class CompiledScope:
                 out.append(idx.functions[name])
             elif owner is not None and name.startswith("self.") and name.count(".") == 1:
                 m = self.method(owner, name.split(".")[1])
+                if m is not None:
+                    out.append(m)
+                out.extend(self._overrides(owner, name.split(".")[1]))
+            elif owner is not None and name.startswith("self.") and name.count(".") == 2:
+                m = self._attr_method(owner, *name.split(".")[1:])
                 if m is not None:
                     out.append(m)
             elif name.count(".") == 1 and name.split(".")[0] in idx.classes:

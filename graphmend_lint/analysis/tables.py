@@ -188,3 +188,6 @@ FLOAT_MODULES = {"Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTransp
 
 # Calls that are known to have no side effects (in addition to the tables above).
 PURE_BUILTINS = {"len", "isinstance", "min", "max", "abs", "float", "int", "bool", "tuple", "range"}
+
+# Methods whose `self.x = Ctor(...)` say what `self.x` is (summary's attrs, scope._attr_method).
+INIT_METHODS = ("__init__", "__post_init__")
