@@ -31,6 +31,7 @@ CONFIG = {
     "GM911": ({**SCALARS, **SHAPES}, False), "GM913": ({**SCALARS, **SHAPES}, False), "GM914": ({**SCALARS, **SHAPES}, False),
     "GM916": ({**SCALARS, **SHAPES}, False), "GM917": ({**SCALARS, **SHAPES}, False),
     "GM919": ({"allow_rnn": True}, True), "GM920": ({**SCALARS, **SHAPES}, False),
+    "GM921": ({**SCALARS, **SHAPES}, False),
 }
 
 
