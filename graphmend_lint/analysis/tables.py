@@ -169,7 +169,7 @@ TENSOR_FUNCS = {"where", "cat", "stack", "zeros", "ones", "zeros_like", "ones_li
                 "transpose", "permute", "squeeze", "unsqueeze", "topk", "sort", "cumsum", "outer", "rand",
                 "randn", "randint", "rand_like", "randn_like", "tril", "triu", "diag", "roll", "flip",
                 "baddbmm", "addmm", "embedding", "cross_entropy", "mse_loss", "nll_loss", "normalize",
-                "scaled_dot_product_attention", "pad", "interpolate", "bucketize", "searchsorted", "diff"}
+                "scaled_dot_product_attention", "pad", "interpolate", "bucketize", "searchsorted", "diff", "eye"}
 TENSOR_METHODS = {"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "float",
                   "half", "double", "bfloat16", "int", "long", "bool", "to", "type_as", "expand",
                   "expand_as", "repeat", "matmul", "softmax", "masked_select", "nonzero", "unique",
@@ -191,3 +191,7 @@ PURE_BUILTINS = {"len", "isinstance", "min", "max", "abs", "float", "int", "bool
 
 # Methods whose `self.x = Ctor(...)` say what `self.x` is (summary's attrs, scope._attr_method).
 INIT_METHODS = ("__init__", "__post_init__")
+
+# torch dtypes by class (a factory's `dtype=` keyword): "bool" | "int" | "float".
+DTYPE_CLASSES = {"bool": "bool", **{t: "int" for t in ("uint8", "int8", "int16", "int32", "int64", "long", "int", "short")},
+                 **{t: "float" for t in ("float16", "float32", "float64", "bfloat16", "half", "float", "double")}}

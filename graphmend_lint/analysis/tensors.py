@@ -392,8 +392,17 @@ class FunctionFacts:
             keeps = op.dtype == "any" or first.dtype == "float"
             return tensor(first.zero_dim, first.dtype if keeps else None)
         if short in T.TENSOR_FUNCS or short in T.ELEMENTWISE:
-            return tensor()
+            return tensor(dtype=self._dtype_arg(call))
         return UNKNOWN
+
+    def _dtype_arg(self, call: cst.Call) -> str | None:
+        """The dtype class a factory's `dtype=torch.bool` keyword names (lightly's
+        `torch.eye(n, dtype=torch.bool)`: a mask), else None."""
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == "dtype":
+                q = self.b.qualify(a.value) or ""
+                return T.DTYPE_CLASSES.get(q.rsplit(".", 1)[-1]) if q.startswith("torch.") else None
+        return None
 
     def _call(self, call: cst.Call, depth: int) -> Value:
         func = call.func
