@@ -70,7 +70,9 @@ def findings(body: str, code: str = "GM101"):
     # a *_like constructor of a tensor cannot raise
     ("if h.sum() > 0:\n    y = torch.zeros_like(h)\nelse:\n    y = h\nreturn y\n", "safe", "fix: torch.where"),
     ("if h.sum() > 0:\n    y = torch.full_like(x, 0.5)\nelse:\n    y = h\nreturn y\n", "safe", "`isinstance(x, torch.Tensor)`"),
-    ("if h.sum() > 0:\n    y = torch.zeros_like(h, dtype=torch.long)\nelse:\n    y = h\nreturn y\n", "unsafe", "may raise on arguments"),
+    ("if h.sum() > 0:\n    y = torch.zeros_like(h, dtype=h.dtype)\nelse:\n    y = h\nreturn y\n", "unsafe", "may raise on arguments"),
+    # `dtype=torch.long`: an int tensor against a float one, which torch.where would promote
+    ("if h.sum() > 0:\n    y = torch.zeros_like(h, dtype=torch.long)\nelse:\n    y = h\nreturn y\n", "none", "different dtypes"),
     # a value with no autograd history against one with it: the `if` gave a tensor without grad
     ("if h.sum() > 0:\n    y = (h > 0).float()\nelse:\n    y = h * 2\nreturn y\n", "safe", "has no autograd history"),
     ("if h.sum() > 0:\n    return torch.zeros_like(h)\nreturn h - 1\n", "safe", "has no autograd history"),
