@@ -341,6 +341,33 @@ def test_methods_of_a_helper_object_and_overrides_run_compiled(tmp_path):
     assert sorted((f.line, f.code) for f in alone) == got["model.py"]
 
 
+def test_names_a_star_import_brings_from_the_modules_own_imports(tmp_path):
+    """tsai: `from ..imports import *` gives every model file `nn` (`import torch.nn as nn` in
+    imports.py): `class ECELoss(nn.Module)` is a module and its forward compiled (the audit's 143
+    missed forwards). A private name is not brought by `*`."""
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/imports.py": "import torch\nimport torch.nn as nn\nfrom torch import nn as _nn\n",
+        "pkg/models/__init__.py": "",
+        "pkg/models/ece.py": """
+            from ..imports import *
+
+
+            class ECELoss(nn.Module):
+                def forward(self, logits):
+                    if logits.mean().item() > 0:
+                        logits = logits * 2
+                    return logits
+
+
+            class Private(_nn.Module):
+                def forward(self, x):
+                    return x.item()
+            """,
+    })
+    assert lint(paths)["ece.py"] == [(7, "GM101")]  # not `Private.forward`'s `.item()` (line 14)
+
+
 def test_autograd_function_forward_runs_compiled_through_apply(tmp_path):
     """liger-kernel's `LigerFusedLinearCrossEntropyFunction.apply(...)` in a module's forward: Dynamo
     traces the Function's `forward` (its `.item()` broke 3 times, measured by the audit), called as

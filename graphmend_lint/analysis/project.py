@@ -223,6 +223,11 @@ class ProjectIndex:
                 if m != mod and self.lookup(f"{m}.{head}", depth + 1) is not None:
                     target = f"{m}.{head}"
                     break
+                if m != mod and not head.startswith("_"):  # a name the module imports: `nn` (tsai's
+                    q = self.qualify(m, head, depth + 1)   # `from ..imports import *`, `import torch.nn as nn` there)
+                    if q is not None and not q.startswith(f"{m}."):
+                        target = q
+                        break
             else:
                 return None
         return f"{target}.{rest}" if rest else target
