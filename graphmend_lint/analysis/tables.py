@@ -195,3 +195,7 @@ INIT_METHODS = ("__init__", "__post_init__")
 # torch dtypes by class (a factory's `dtype=` keyword): "bool" | "int" | "float".
 DTYPE_CLASSES = {"bool": "bool", **{t: "int" for t in ("uint8", "int8", "int16", "int32", "int64", "long", "int", "short")},
                  **{t: "float" for t in ("float16", "float32", "float64", "bfloat16", "half", "float", "double")}}
+
+# Libraries whose values are never tensors: `.any()`/`.sum()` on them is not a tensor reduction.
+FOREIGN_MODULES = {"pandas", "scipy", "sklearn", "PIL", "cv2", "polars", "pyarrow", "librosa", "soundfile",
+                   "matplotlib", "networkx", "shapely"}

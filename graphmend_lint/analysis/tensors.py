@@ -349,6 +349,8 @@ class FunctionFacts:
         if recv.kind == "static":
             name = dotted(recv_node)
             return STATIC if name in T.CONFIG_ROOTS else UNKNOWN
+        if (m in T.REDUCTIONS or m in T.PREDICATES) and recv.kind == "unknown" and self._foreign(recv_node, depth):
+            return UNKNOWN  # `(pd.DatetimeIndex(a) != b).any()`: pandas' (chronos), not a tensor's
         if m in T.REDUCTIONS:
             zero = not _has_dim_arg(call, skip_first=False)
             return tensor(zero, _reduction_dtype(T.REDUCTIONS[m], recv.dtype))
@@ -366,6 +368,29 @@ class FunctionFacts:
             if m in T.TENSOR_METHODS:
                 return tensor()
         return UNKNOWN
+
+    def _foreign(self, node: cst.BaseExpression, depth: int) -> bool:
+        """`node` is computed by a library whose values are not tensors (pandas, scipy...), directly
+        or through the function's own names."""
+        if depth > 25:
+            return False
+        if isinstance(node, cst.Call):
+            q = self.b.qualify(node.func)
+            if q is not None:
+                return q.split(".")[0] in T.FOREIGN_MODULES
+            return isinstance(node.func, cst.Attribute) and self._foreign(node.func.value, depth + 1)
+        if isinstance(node, cst.Name):
+            return node.value not in self._active and any(
+                v is not None and self._foreign(v, depth + 5) for v in self.assigned.get(node.value, ()))
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            return self._foreign(node.value, depth + 1)
+        if isinstance(node, cst.UnaryOperation):
+            return self._foreign(node.expression, depth + 1)
+        if isinstance(node, (cst.BinaryOperation, cst.Comparison)):
+            parts = [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
+                [node.left, *(c.comparator for c in node.comparisons)]
+            return any(self._foreign(p, depth + 1) for p in parts)
+        return False
 
     def _self_layer(self, call: cst.Call) -> Value | None:
         name = dotted(call.func)
