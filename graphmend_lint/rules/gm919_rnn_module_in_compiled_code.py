@@ -13,8 +13,12 @@ RNNS = {f"torch.nn.{n}" for n in ("LSTM", "GRU", "RNN")} | {f"torch.nn.modules.r
 class RnnModuleInCompiledCodeRule(base.GraphMendRule):
     """
     ## What it does
-    Finds calls of an `nn.LSTM`, `nn.GRU` or `nn.RNN` layer (`self.lstm(x)`, where every store of
-    `self.lstm` in the class builds one of them) in code that runs under `torch.compile`.
+    Finds calls of an `nn.LSTM`, `nn.GRU` or `nn.RNN` layer in code that runs under
+    `torch.compile`: `self.lstm(x)`, where every store of `self.lstm` in the class builds one of
+    them or a `ModuleList`/`Sequential` of them, and `lstm(x)` in `for lstm in self.lstms:` (also
+    through `enumerate`) where every store builds such a container (pyannote's PyanNet). A store of
+    anything else (a layer built by `getattr(nn, name)(...)`, a list that mixes layers) is not
+    followed.
 
     ## Why it breaks the graph
     Dynamo does not trace these layers' fused kernels: GB0014 "Attempted to wrap RNN, GRU, or LSTM"
@@ -88,34 +92,86 @@ class RnnModuleInCompiledCodeRule(base.GraphMendRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = X.dotted(node.func)
-        if name is None or not name.startswith("self.") or name.count(".") != 1:
+        if name is None:
+            return
+        if name.startswith("self.") and name.count(".") == 1:
+            attr, shown = name[5:], f"{name}(...)"
+        elif "." not in name:  # `for lstm in self.lstms: lstm(x)` (pyannote's PyanNet)
+            attr, shown = self._loop_over(node, name), f"{name}(...)"
+            if attr is None:
+                return
+        else:
             return
         func = self.compiled_function(node)
         if func is None:
             return
-        layer = self.facts.function(func).module_attrs.get(name[5:])
-        if layer in RNNS and self._only_rnn_stores(func, name[5:]):
-            self.report(node, self.MESSAGE.format(call=f"{name}(...)", layer=f"nn.{layer.rsplit('.', 1)[1]}"))
+        layer = self._rnn_stores(func, attr, element=attr is not None and not name.startswith("self."))
+        if layer is not None:
+            self.report(node, self.MESSAGE.format(call=shown, layer=f"nn.{layer.rsplit('.', 1)[1]}"))
 
-    def _only_rnn_stores(self, func: cst.FunctionDef, attr: str) -> bool:
-        """Every `self.<attr> = ...` of the function's class builds an RNN layer (no other value)."""
+    def _loop_over(self, node: cst.Call, name: str) -> str | None:
+        """`attr` when `name` is the target of an enclosing `for name in self.attr` (or
+        `for i, name in enumerate(self.attr)`), else None."""
+        up = self.parent(node)
+        while up is not None and not isinstance(up, (cst.FunctionDef, cst.ClassDef)):
+            if isinstance(up, cst.For):
+                it, target = up.iter, up.target
+                if isinstance(it, cst.Call) and X.dotted(it.func) == "enumerate" and it.args and \
+                        isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                    it, target = it.args[0].value, target.elements[1].value
+                if isinstance(target, cst.Name) and target.value == name:
+                    got = X.dotted(it)
+                    return got[5:] if got and got.startswith("self.") and got.count(".") == 1 else None
+            up = self.parent(up)
+        return None
+
+    def _rnn_stores(self, func: cst.FunctionDef, attr: str, element: bool) -> str | None:
+        """The RNN layer when every `self.<attr> = ...` of the function's class builds one, or a
+        `ModuleList`/`Sequential` of them (`self.lstm(x)` raises on a ModuleList, so the call that
+        runs is the layer's; `element`: the call is on an element, which a container holds)."""
         cls = self.facts.scope.index.class_of.get(func)
         if cls is None:
-            return False
+            return None
         stores = _Stores(attr, self.facts.bindings)
         fastwalk.visit(cls, stores)
-        return bool(stores.ctors) and all(c in RNNS for c in stores.ctors)
+        kinds = [k for k, _ in stores.ctors]
+        if not kinds or None in kinds or element and "rnn" in kinds and "list" not in kinds:
+            return None  # `for l in self.lstm` over a bare LSTM raises: not the break this reports
+        return next(layer for _, layer in stores.ctors)
+
+
+_CONTAINERS = {"torch.nn.ModuleList", "torch.nn.Sequential"}
 
 
 class _Stores(cst.CSTVisitor):
-    """The qualified callee of every `self.<attr> = <call>` (None for any other value)."""
+    """Every `self.<attr> = <value>`: ("rnn", layer) for an RNN layer, ("list", layer) for a
+    ModuleList/Sequential of RNN layers (a list or a comprehension of them), (None, None) else."""
 
     def __init__(self, attr: str, bindings) -> None:
         super().__init__()
         self.attr, self.b = attr, bindings
-        self.ctors: list[str | None] = []
+        self.ctors: list[tuple[str | None, str | None]] = []
+
+    def _rnn(self, value: cst.BaseExpression) -> str | None:
+        q = self.b.qualify(value.func) if isinstance(value, cst.Call) else None
+        return q if q in RNNS else None
+
+    def _kind(self, value: cst.BaseExpression) -> tuple[str | None, str | None]:
+        layer = self._rnn(value)
+        if layer is not None:
+            return "rnn", layer
+        if isinstance(value, cst.Call) and self.b.qualify(value.func) in _CONTAINERS and len(value.args) == 1:
+            arg = value.args[0].value
+            elts = [arg.elt] if isinstance(arg, cst.ListComp) else \
+                [e.value for e in arg.elements] if isinstance(arg, cst.List) and not value.args[0].star else []
+            if value.args[0].star == "*" and isinstance(arg, (cst.List, cst.ListComp)):  # Sequential(*[...])
+                elts = [arg.elt] if isinstance(arg, cst.ListComp) else [e.value for e in arg.elements]
+            layers = [self._rnn(e) for e in elts]
+            if layers and all(layers):
+                return "list", layers[0]
+        return None, None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             if X.dotted(t.target) == f"self.{self.attr}":
-                self.ctors.append(self.b.qualify(node.value.func) if isinstance(node.value, cst.Call) else None)
+                self.ctors.append(self._kind(node.value))
