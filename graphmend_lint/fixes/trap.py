@@ -186,7 +186,8 @@ def placeholder_text(node: cst.BaseExpression | None) -> str:
 def _with_placeholders(node: cst.BaseExpression, facts) -> tuple[str, bool]:
     """(message source, whether it still formats values): a single f-string keeps the values torch
     can format inside a graph and shows a placeholder for the others; anything else is a literal."""
-    if isinstance(node, cst.FormattedString) and "\n" not in code(node) and "\\" not in code(node):
+    bare = node.with_changes(lpar=[], rpar=[]) if isinstance(node, cst.FormattedString) else node
+    if isinstance(node, cst.FormattedString) and "\n" not in code(bare) and "\\" not in code(bare):
         keep = [p for p in node.parts if isinstance(p, cst.FormattedStringExpression) and formattable(p, facts)]
         quote = "'" if '"' in node.start else '"'
         parts = [p if not isinstance(p, cst.FormattedStringExpression) or p in keep else _when_number(p, facts, quote)
@@ -194,7 +195,7 @@ def _with_placeholders(node: cst.BaseExpression, facts) -> tuple[str, bool]:
         if keep or any(isinstance(p, cst.FormattedStringExpression) for p in parts):
             parts = [p or cst.FormattedStringText(placeholder(orig).replace("{", "{{").replace("}", "}}"))
                      for p, orig in zip(parts, node.parts)]
-            return code(node.with_changes(parts=parts)), True
+            return code(bare.with_changes(parts=parts)), True
     return literal(placeholder_text(node)), False
 
 
