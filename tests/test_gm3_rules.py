@@ -319,3 +319,28 @@ def test_and_or_operand_that_python_may_skip_must_not_raise(line, code, fixed):
     assert (f.replacement is not None) == fixed, f.message
     if not fixed:
         assert "which Python may skip" in f.message and "raises on an empty tensor" in f.message, f.message
+
+
+def test_no_fix_reason_names_an_operand_not_known_while_tracing():
+    """torchgeo's `if self.assert_range and not in_range: raise`: no fix, because `self.assert_range`
+    is not provably a trace-time value (the test may be it or the tensor), not because the test
+    reads tensor data (the audit found that reason misleading)."""
+    from graphmend_lint import engine
+    from graphmend_lint.settings import Settings
+
+    src = b'''import torch
+from torch import nn
+
+
+class A(nn.Module):
+    def forward(self, x: torch.Tensor):
+        ok = torch.all(x.abs() <= 1.0)
+        if self.assert_range and not ok:
+            raise AssertionError("out of range")
+        if bool(ok.any()) and not ok:
+            raise AssertionError("out of range")
+        return x
+'''
+    first, second = engine.check(src, Settings()).findings
+    assert "`self.assert_range` is not provably known while tracing" in first.message
+    assert "reads a Python value from tensor data" in second.message

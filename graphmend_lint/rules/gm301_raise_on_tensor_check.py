@@ -232,6 +232,17 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
             arm = arm.orelse if isinstance(arm, cst.If) else None
         return False
 
+    @staticmethod
+    def _unknown_operand(test: cst.BaseExpression, tz: trap.Tensorize) -> cst.BaseExpression | None:
+        """In `a and t` / `a or t` with `t` a tensor: an `a` the analysis cannot place (torchgeo's
+        `self.assert_range and not ok`), else None."""
+        if not isinstance(test, cst.BooleanOperation):
+            return None
+        parts = [test.left, test.right]
+        if not any(tz.kind(p) == "tensor" for p in parts):
+            return None
+        return next((p for p in parts if tz.kind(p) == "other" and tz.facts.value(p).kind == "unknown"), None)
+
     def visit_If(self, node: cst.If) -> None:
         if not self._chain_raises(node):
             return
@@ -246,8 +257,11 @@ class RaiseOnTensorCheckRule(base.GraphMendRule):
         tz.skipped = trap.skipped_check(self, node, func)
         if tz.kind(node.test) != "tensor":
             if where.breaks_on(self.facts.function(func), node.test):  # `if not bool(m.all()): raise`
-                self.report(node, f"{self.MESSAGE}; no fix: the test reads a Python value from tensor data "
-                                  "(`bool()`, `int()`, `.item()`); keep it a tensor first", at=node.test)
+                unknown = self._unknown_operand(node.test, tz)
+                why = (f"`{syntax.code(unknown)}` is not provably known while tracing, so the test may be "
+                       "that value or the tensor" if unknown is not None else
+                       "the test reads a Python value from tensor data (`bool()`, `int()`, `.item()`); keep it a tensor first")
+                self.report(node, f"{self.MESSAGE}; no fix: {why}", at=node.test)
             return
         try:
             compiled, safety, note = self._compiled_branch(node, tz)
