@@ -709,3 +709,24 @@ def test_returned_parameter_alias_makes_the_fix_unsafe():
     got, breaks = torch.compile(fixed, backend="aot_eager")(x), _call(fixed, (x,), "aot_eager")[2]
     torch._dynamo.reset()
     assert breaks == 0 and torch.equal(got, torch.ones(2, 3))  # the caller's `h` was not doubled
+
+
+def test_parameter_returned_from_a_branch_makes_the_fix_unsafe():
+    """The return form of the test above (`if c: return t, sizes` / `return t * 2, sizes`): `t` is the
+    caller's own tensor where the branch runs, so the fix is unsafe; `sizes`, the same in every
+    branch, is returned as it is (no torch.where, its identity kept)."""
+    case = FIXTURES / "GM101" / "invalid_parameter_returned_from_a_branch.py"
+    assert not case.with_name(case.stem + ".fixed.py").exists()
+    unsafe = case.with_name(case.stem + ".unsafe.fixed.py")
+    assert "torch.where((sizes == sizes[0]).all(), t, t * 2), sizes" in unsafe.read_text(encoding="utf-8")
+    orig, _ = _make(case, "bo")
+    fixed, _ = _make(unsafe, "bf")
+    x, same = torch.ones(2, 3), torch.tensor([4, 4])
+    want = orig(x, same)
+    assert torch.equal(want, torch.full((2, 3), 2.0)) and torch.equal(fixed(x, same), want)
+    assert torch.equal(torch.compile(orig, backend="aot_eager")(x, same), want)
+    torch._dynamo.reset()
+    got = torch.compile(fixed, backend="aot_eager")(x, same)
+    torch._dynamo.reset()
+    assert torch.equal(got, torch.ones(2, 3))  # the caller's `h` was not doubled: why the fix is unsafe
+

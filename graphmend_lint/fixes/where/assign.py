@@ -233,6 +233,17 @@ class _Plan:
             columns = [tuple(rets)]
         outs = []
         for col in columns:
+            if len({code(v) for v in col}) == 1 and isinstance(col[0], cst.Name):
+                outs.append(col[0])  # the same name from every branch: returned as it is (its identity too)
+                continue
+            for v in col:  # a parameter handed back from one branch is the caller's own tensor there
+                src = alias_of(v)
+                if src is not None and self.after.callers_object(src):
+                    self.v.missing.append(
+                        f"`{code(v)}` is returned and may be the very tensor the caller passed as `{src}`: a "
+                        "caller that modifies one of them in place changes the other too, not the new tensor "
+                        "torch.where makes")
+                    break
             outs.append(self._choose(_pairs(self.prover, self.v, list(col), self.conds)))
         self._stop_if_refused()
         value = outs[0] if not tuples else cst.Tuple([cst.Element(o) for o in outs], lpar=[], rpar=[])
