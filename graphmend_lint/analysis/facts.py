@@ -47,7 +47,8 @@ class ModuleFacts:
     def _from_callee(self, func: cst.FunctionDef, call: cst.Call) -> Value | None:
         """NUMPY when the same-file function or `self.` method `call` calls returns a numpy value
         (reformer's `_get_least_common_mult_chunk_len` returns `np.lcm(...)`); a tensor when it is
-        annotated to return one (fla's `prepare_chunk_offsets(...) -> torch.LongTensor`); else None."""
+        annotated to return one (fla's `prepare_chunk_offsets(...) -> torch.LongTensor`) or every
+        value it returns is one (st-moe's `has_only_one_value` returns `(t == t[0]).all()`); else None."""
         callee = numpy_values.callee_of(self, func, call)
         if callee is None or callee is func or ("callee", callee) in self._params_active:
             return None
@@ -59,7 +60,8 @@ class ModuleFacts:
             finally:
                 self._params_active.discard(("callee", callee))
             memo[callee] = NUMPY if values and any(v.numpy for v in values) and not any(
-                v.data_dependent for v in values) else returns_tensor(callee, self.bindings)
+                v.data_dependent for v in values) else returns_tensor(callee, self.bindings) or (
+                _join_tensors(values) if values and len(values) <= 8 else None)
         return memo[callee]
 
     def number_attrs(self, func: cst.FunctionDef) -> frozenset[str]:
@@ -123,3 +125,12 @@ class ModuleFacts:
         finally:
             self._params_active.discard(key)
         return tensor(all(v.zero_dim for v in vals), vals[0].dtype if len({v.dtype for v in vals}) == 1 else None)
+
+
+def _join_tensors(values: list[Value]) -> Value | None:
+    """A tensor when every value a helper returns is one (titans' `divisible_by` returns
+    `(num % den) == 0`, a bool tensor for tensor arguments: a mask), else None."""
+    if not all(v.is_tensor for v in values):
+        return None
+    dtypes = {v.dtype for v in values}
+    return tensor(all(v.zero_dim for v in values), dtypes.pop() if len(dtypes) == 1 else None)

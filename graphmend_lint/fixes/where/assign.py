@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ... import fastwalk
+from ...analysis.bindings import dotted
+from ...analysis.tables import PURE_BUILTINS
 from ..build import line
 from ..fix import Refused
 from ..syntax import body_statements, code, flatten, names_in, strip_parens
@@ -116,6 +119,12 @@ class _Plan:
     def _conditions(self, tensor_part: list[cst.BaseExpression]) -> list[cst.BaseExpression]:
         """Each arm's test as a 0-d bool tensor (the first one's `and` parts joined by logical_and)."""
         prover, v = self.prover, self.v
+        for t, _ in self.arms:
+            own = _own_call(t, self.ff.b) if t is not None else None
+            if own is not None:  # each torch.where of the compiled form evaluates the test again
+                v.missing.append(f"the test calls `{own}`, which the compiled form runs once per value it "
+                                 "chooses, and which may have side effects")
+                break
         conds: list[cst.BaseExpression] = []
         tests = [tensor_part[0] if len(tensor_part) == 1 else self.node.test] + \
             [t for t, _ in self.arms[1:] if t is not None]
@@ -294,3 +303,27 @@ class _Plan:
                           body=cst.IndentedBlock(body=new), leading_lines=self.node.leading_lines)
         new[0] = new[0].with_changes(leading_lines=[*self.node.leading_lines, *new[0].leading_lines])
         return new
+
+
+def _own_call(test: cst.BaseExpression, b) -> str | None:
+    """The first call in `test` of a function of the project (`check(x)`, `self.gate(x)`): not a torch
+    op nor a method of a value, so not known to be free of side effects."""
+    found: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            name = dotted(node.func)
+            if found or name is None:
+                return
+            q = b.qualify(node.func)
+            if q is not None and q.split(".")[0] == "torch":
+                return
+            if "." not in name and name not in PURE_BUILTINS or name.split(".")[0] in ("self", "cls") or \
+                    q is not None and "." in name:
+                found.append(name + "(...)")
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    fastwalk.visit(test, V())
+    return found[0] if found else None
