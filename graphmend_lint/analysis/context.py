@@ -23,6 +23,24 @@ def ancestors(node: cst.CSTNode, parent: Parent) -> Iterator[tuple[cst.CSTNode, 
         child, up = up, parent(up)
 
 
+_TERMINATORS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+def unreachable(node: cst.CSTNode, parent: Parent) -> bool:
+    """`node` lies after a `return`, `raise`, `continue` or `break` of its own block, or of a block
+    around it within its function: it never runs (muse's `raise Exception()` then a `with`)."""
+    for child, up in ancestors(node, parent):
+        if isinstance(up, cst.FunctionDef):
+            return False
+        if isinstance(up, cst.IndentedBlock):
+            for stmt in up.body:
+                if stmt is child:
+                    break
+                if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, _TERMINATORS) for s in stmt.body):
+                    return True
+    return False
+
+
 def enclosing_function(node: cst.CSTNode, parent: Parent) -> cst.FunctionDef | None:
     """The def whose body holds `node`. A def's decorators, defaults and annotations run where the
     def statement runs (`eps: float = np.finfo(np.float32).eps.item()` once, at import)."""

@@ -149,7 +149,8 @@ class GraphMendRule(LintRule):
         if outer is None or func is None:
             return None
         const = self.facts.function(func).compile_const
-        if context.runs_only_in_eager(node, self.parent, self.facts.bindings, const):
+        if context.runs_only_in_eager(node, self.parent, self.facts.bindings, const) or \
+                context.unreachable(node, self.parent):
             return None
         return func
 
