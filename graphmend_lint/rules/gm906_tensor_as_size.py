@@ -9,7 +9,8 @@ from . import base
 # Calls whose positional arguments (after `skip`) are Python ints (sizes, offsets): method -> skip.
 SIZE_METHODS = {"view": 0, "reshape": 0, "expand": 0, "new_zeros": 0, "new_ones": 0, "new_empty": 0,
                 "narrow": 1}
-SIZE_FUNCS = {"torch.zeros", "torch.ones", "torch.empty"}
+SIZE_FUNCS = {"torch.zeros": 0, "torch.ones": 0, "torch.empty": 0, "torch.nn.functional.one_hot": 1}
+SIZE_KEYWORDS = {"torch.nn.functional.one_hot": "num_classes"}  # a size passed by keyword
 
 
 class TensorAsSizeRule(base.GraphMendRule):
@@ -17,8 +18,10 @@ class TensorAsSizeRule(base.GraphMendRule):
     ## What it does
     Finds tensors used where Python needs an integer, in code that runs under `torch.compile`:
     slice bounds (`x[:n]` with `n = mask.sum()`) and 0-d tensors passed as sizes or offsets to
-    `view`, `reshape`, `expand`, `new_zeros`/`new_ones`/`new_empty`, `narrow` and
-    `torch.zeros`/`ones`/`empty`. Shapes, sizes and Python ints are not reported.
+    `view`, `reshape`, `expand`, `new_zeros`/`new_ones`/`new_empty`, `narrow`,
+    `torch.zeros`/`ones`/`empty` and as `F.one_hot`'s `num_classes` (mixture-of-experts'
+    `F.one_hot(indexes, max(indexes.max() + 2, n))`; `capture_scalar_outputs` does not remove that
+    break). Shapes, sizes and Python ints are not reported.
 
     ## Why it breaks the graph
     Dynamo has to turn the tensor into a Python int. For a slice bound that is
@@ -54,6 +57,8 @@ class TensorAsSizeRule(base.GraphMendRule):
     MESSAGE = ("slice bound is a tensor: Dynamo calls `.item()` on it and breaks the graph (GB0124), "
                "running the rest of the function eagerly; keep shapes fixed, or set "
                "`torch._dynamo.config.capture_scalar_outputs = True`")
+    CLASSES_MESSAGE = ("`F.one_hot` gets a tensor as `num_classes`: Dynamo reads its value and breaks the graph "
+                       "(no config removes it, measured on torch 2.13); pass a Python int")
     SIZE_MESSAGE = ("`{name}` gets a tensor as a size or offset: Dynamo reads its value and breaks the graph "
                     "(GB0033); pass a Python int (a shape), or keep shapes fixed")
 
@@ -110,19 +115,30 @@ class TensorAsSizeRule(base.GraphMendRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         q = X.qualified(self, node.func)
-        skip = 0 if q in SIZE_FUNCS else None
+        skip = SIZE_FUNCS.get(q) if q is not None else None
         name = q
         attr = X.method_call(node, *SIZE_METHODS)
         if skip is None and attr is not None and q is None:
             skip, name = SIZE_METHODS[attr.attr.value], f".{attr.attr.value}()"
         if skip is None:
             return
-        for arg in node.args[skip:]:
-            if arg.keyword is not None or arg.star:
+        keyword = SIZE_KEYWORDS.get(q) if q is not None else None
+        for arg in [*node.args[skip:], *(a for a in node.args[:skip] if a.keyword is not None)]:
+            if arg.star or arg.keyword is not None and arg.keyword.value != keyword:
                 continue
             v = X.value(self, node, arg.value)
             if v is None:
                 return
-            if v.is_tensor and v.zero_dim:
-                self.report(node, self.SIZE_MESSAGE.format(name=name), at=arg.value)
+            if v.is_tensor and v.zero_dim or self._max_of_a_tensor(node, arg.value):
+                message = self.CLASSES_MESSAGE if keyword is not None else self.SIZE_MESSAGE.format(name=name)
+                self.report(node, message, at=arg.value)
                 return
+
+    def _max_of_a_tensor(self, node: cst.Call, e: cst.BaseExpression) -> bool:
+        """`max(idx.max() + 1, n)` / `min(...)`: a 0-d tensor among the arguments, which Dynamo
+        keeps a tensor (mixture-of-experts' `F.one_hot(indexes, max(indexes.max() + 1, max_length))`)."""
+        if not (isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value in ("max", "min")
+                and X.qualified(self, e.func) is None and len(e.args) >= 2):
+            return False
+        vals = [X.value(self, node, a.value) for a in e.args if a.keyword is None and not a.star]
+        return any(v is not None and v.is_tensor and v.zero_dim for v in vals)
