@@ -17,7 +17,8 @@ class TensorAsSizeRule(base.GraphMendRule):
     """
     ## What it does
     Finds tensors used where Python needs an integer, in code that runs under `torch.compile`:
-    slice bounds (`x[:n]` with `n = mask.sum()`) and 0-d tensors passed as sizes or offsets to
+    slice bounds (`x[:n]` with `n = mask.sum()`), 0-d integer tensors used as an index
+    (`x[i]` with `i = torch.argmax(scores)`: effdet's soft-NMS) and 0-d tensors passed as sizes or offsets to
     `view`, `reshape`, `expand`, `new_zeros`/`new_ones`/`new_empty`, `narrow`,
     `torch.zeros`/`ones`/`empty` and as `F.one_hot`'s `num_classes` (mixture-of-experts'
     `F.one_hot(indexes, max(indexes.max() + 2, n))`; `capture_scalar_outputs` does not remove that
@@ -57,6 +58,9 @@ class TensorAsSizeRule(base.GraphMendRule):
     MESSAGE = ("slice bound is a tensor: Dynamo calls `.item()` on it and breaks the graph (GB0124), "
                "running the rest of the function eagerly; keep shapes fixed, or set "
                "`torch._dynamo.config.capture_scalar_outputs = True`")
+    INDEX_MESSAGE = ("index is a 0-d integer tensor: Dynamo reads its value (`.item()`) and breaks the graph "
+                     "(measured on torch 2.13; `capture_scalar_outputs` does not always remove it); index with a "
+                     "1-element tensor (`keepdim=True`) or `torch.gather`")
     CLASSES_MESSAGE = ("`F.one_hot` gets a tensor as `num_classes`: Dynamo reads its value and breaks the graph "
                        "(no config removes it, measured on torch 2.13); pass a Python int")
     SIZE_MESSAGE = ("`{name}` gets a tensor as a size or offset: Dynamo reads its value and breaks the graph "
@@ -103,6 +107,12 @@ class TensorAsSizeRule(base.GraphMendRule):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         for el in node.slice:
             s = el.slice
+            if isinstance(s, cst.Index) and s.star is None:  # `x[idx]`, idx = torch.argmax(scores): a 0-d int tensor
+                v = X.value(self, node, s.value)
+                if v is not None and v.is_tensor and v.zero_dim and v.dtype == "int":
+                    self.report(node, self.INDEX_MESSAGE, at=s.value)
+                    return
+                continue
             if not isinstance(s, cst.Slice):
                 continue
             for bound in (s.lower, s.upper, s.step):
