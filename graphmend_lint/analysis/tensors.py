@@ -147,6 +147,8 @@ class _Assignments(cst.CSTVisitor):
         """A loop target is bound to None (unknown), as unpackings are; a name that takes the
         elements of `it` (also through `zip(a, b)` and `enumerate(a)` unpacked) records `it`."""
         call = it.func.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) else None
+        if call == "zip_longest":  # e2-tts: `for t, m in zip_longest(text, mask)` (a None fill raises where used)
+            call = "zip"
         parts = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
         if call in ("zip", "enumerate") and parts is not None and not any(a.star or a.keyword for a in it.args) \
                 and not any(isinstance(e, cst.StarredElement) for e in parts):
