@@ -3,6 +3,7 @@
 Every rule reports only inside compiled code (`GraphMendRule.compiled_function`), and in the
 default `compiled-scope = "reachable"` compiled code needs a root (analysis/scope.py):
   - a `forward` method of a class with a base (an nn.Module), or
+  - a def installed as a forward by assignment (`Llama.forward = fast_forward`), or
   - a function decorated with, or passed to, one of `tables.COMPILE_FUNCS` (qualified through
     the file's torch imports, so the file contains "torch" and the name's last part, and names
     it through a torch import: `names_compile`).
@@ -20,6 +21,7 @@ import ast
 import collections
 
 from .analysis import tables
+from .analysis import summary as summary_mod
 from .analysis.summary import marked_lines, on_marked_line
 
 def _needles() -> list[bytes]:
@@ -127,6 +129,8 @@ def may_have_findings(source: bytes, compiled_scope: str, tree: ast.AST | None =
             return True  # let libcst report what is wrong
     if b"forward" not in source:
         return False
+    if b".forward" in source and summary_mod.FORWARD_SET.search(source.decode("utf-8", "replace")):
+        return True  # a def installed as a forward by assignment (scope.py's forward_sets)
     try:
         return _has_forward_method(tree if tree is not None else ast.parse(source))
     except (SyntaxError, ValueError, MemoryError, RecursionError):

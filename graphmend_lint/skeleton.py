@@ -2,7 +2,7 @@
 
 Every rule reports only in compiled code, and the analysis reads a few things outside it.
 From the runner's `ast` tree, a def (outside other defs) is kept whole when it may run compiled:
-it is named `forward` or `_defer.HELPER`, or (to a fixpoint) its name is used (Name, attribute
+it is named `forward` or `_defer.HELPER`, or installed as one (`X.forward = f`), or (to a fixpoint) its name is used (Name, attribute
 name or identifier string) in module/class-level non-def code or in a def kept whole. Of the
 other defs, only the body statements the analysis reads in any function are kept: imports
 (Bindings merges all scopes) and attribute stores (`self.x = ...`: layer and logger facts read
@@ -22,6 +22,7 @@ import io
 import tokenize
 
 from . import prefilter
+from .analysis import summary
 
 HELPER = "_graphmend_print"  # fixes/defer.HELPER: gm201 looks it up among the module's functions
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -285,7 +286,8 @@ def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
     if compiled_scope != "reachable" or _whole_file(source, tree):
         return source, frozenset()
     defs, used = _collect(tree)
-    compiled = _compiled_defs(defs, used, set(keep) | _class_holders(source, defs))
+    installed = summary.forward_sets(source.decode("utf-8", "replace")) if b".forward" in source else set()
+    compiled = _compiled_defs(defs, used, set(keep) | _class_holders(source, defs) | installed)
     ed = _Editor(source)
     _edit(tree.body, ed, compiled, True)
     return b"\n".join(ed.lines), frozenset(d.node.name for d in defs if d.node not in compiled)  # type: ignore[attr-defined]

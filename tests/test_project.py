@@ -368,6 +368,53 @@ def test_names_a_star_import_brings_from_the_modules_own_imports(tmp_path):
     assert lint(paths)["ece.py"] == [(7, "GM101")]  # not `Private.forward`'s `.item()` (line 14)
 
 
+def test_a_def_installed_as_a_forward_by_assignment_runs_compiled(tmp_path):
+    """unsloth: `LlamaAttention.forward = LlamaAttention_fast_forward` inside a patch function (and
+    `types.MethodType(new_forward, module)`): the installed defs are forwards, in their own file and
+    where another file installs one it imports. The file alone (engine.check) and the project agree."""
+    from graphmend_lint import engine
+
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/fast.py": """
+            import torch
+
+
+            def fast_forward(self, x):
+                print("fast path")
+                return x * 2
+
+
+            def unused_forward(self, x):
+                print("never installed")
+                return x
+            """,
+        "pkg/patch.py": """
+            import types
+
+            import torch
+            from transformers_like import Attention
+            from .fast import fast_forward
+
+
+            def own_forward(self, x):
+                if x.sum() > 0:
+                    x = x + 1
+                return x
+
+
+            def patch(model):
+                Attention.forward = fast_forward
+                model.head.forward = types.MethodType(own_forward, model.head)
+            """,
+    })
+    got = lint(paths)
+    assert got["fast.py"] == [(6, "GM201")]
+    assert got["patch.py"] == [(10, "GM101")]
+    alone = engine.check(paths[-1].read_bytes(), Settings()).findings
+    assert sorted((f.line, f.code) for f in alone) == got["patch.py"]
+
+
 def test_autograd_function_forward_runs_compiled_through_apply(tmp_path):
     """liger-kernel's `LigerFusedLinearCrossEntropyFunction.apply(...)` in a module's forward: Dynamo
     traces the Function's `forward` (its `.item()` broke 3 times, measured by the audit), called as

@@ -392,6 +392,10 @@ class ProjectIndex:
                 if any(self.qualify(mod, d) in COMPILE_FUNCS for d in info["deco"]) or \
                         _matches(f"{mod}.{qn}", self.compiled_functions):
                     roots.add((mod, qn))
+            for name in s.get("fwd", ()):  # `Llama.forward = fast_forward`: a forward installed by assignment
+                r = self.lookup(self.qualify(mod, name) or "")
+                if r is not None and r[0] == "def":
+                    roots.add((r[1], r[2]))
             for entry in s["compile"]:
                 func, arg = entry.split(" ")
                 if self.qualify(mod, func) in COMPILE_FUNCS:

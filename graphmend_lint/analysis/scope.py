@@ -62,6 +62,7 @@ class _Index(cst.CSTVisitor):
         self.calls: dict[cst.FunctionDef, list[cst.Call]] = {}
         self.module_calls: list[cst.Call] = []  # calls outside any function
         self.module_aliases: dict[str, cst.BaseExpression] = {}
+        self.forward_sets: set[str] = set()  # names assigned to some `X.forward`
         self._stack: list[cst.CSTNode] = []
 
     def _func(self) -> cst.FunctionDef | None:
@@ -101,6 +102,15 @@ class _Index(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         if not self._stack and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             self.module_aliases[node.targets[0].target.value] = node.value
+        for t in node.targets:  # `Llama.forward = fast_forward`, `m.forward = MethodType(new_forward, m)`
+            if isinstance(t.target, cst.Attribute) and t.target.attr.value == "forward":
+                value = node.value
+                if isinstance(value, cst.Call) and (dotted(value.func) or "").split(".")[-1] == "MethodType" \
+                        and value.args:
+                    value = value.args[0].value
+                name = dotted(value)
+                if name is not None:
+                    self.forward_sets.add(name)
 
 
 class _StoredCalls(cst.CSTVisitor):
@@ -273,6 +283,8 @@ class CompiledScope:
                 entries.add(f)
             if self._decorated(f, COMPILE_FUNCS):
                 entries.add(f)
+            if idx.forward_sets and idx.functions.get(f.name.value) is f and f.name.value in idx.forward_sets:
+                entries.add(f)  # installed as a module's forward (unsloth's `Llama.forward = fast_forward`)
             if self.ext.wrapped and is_wrapper(f) and self.top_def(f).name.value in self.ext.wrapped:
                 roots.add(f)  # the wrapper of a decorator that another file applies to compiled code
             explicit.update(self._compile_targets(idx.calls.get(f, []), cls))
