@@ -415,6 +415,57 @@ def test_a_def_installed_as_a_forward_by_assignment_runs_compiled(tmp_path):
     assert sorted((f.line, f.code) for f in alone) == got["patch.py"]
 
 
+def test_a_project_function_false_under_compile_is_a_guard(tmp_path):
+    """torchvision's `_is_tracing()` returns `torch._C._get_tracing_state()`, None under Dynamo: code
+    under `if torch.jit.is_scripting() or torchvision._is_tracing():` and the helpers called only
+    there (`_onnx_paste_mask_in_image`) never run compiled (the audit's 7 false findings). A helper
+    called under a guard that may be true stays compiled code."""
+    from graphmend_lint import engine
+
+    paths = write(tmp_path, {
+        "pyproject.toml": "[project]\nname = 'tv'\n",
+        "tvpkg/__init__.py": "import torch\n\n\ndef _is_tracing():\n    return torch._C._get_tracing_state()\n\n\n"
+                             "def maybe():\n    return torch.are_deterministic_algorithms_enabled()\n",
+        "tvpkg/models/__init__.py": "",
+        "tvpkg/models/heads.py": """
+            import torch
+            from torch import nn
+
+            import tvpkg
+
+
+            def _onnx_paste(mask: torch.Tensor, box: torch.Tensor):
+                h = int(box[3] - box[1])
+                return mask[:h]
+
+
+            def _other(mask: torch.Tensor, box: torch.Tensor):
+                return mask[: int(box[0])]
+
+
+            def paste(mask, box):
+                if tvpkg._is_tracing():
+                    return _onnx_paste(mask, box)
+                if tvpkg.maybe():
+                    return _other(mask, box)
+                return mask
+
+
+            class Head(nn.Module):
+                def forward(self, mask, box, scale):
+                    if torch.jit.is_scripting() or tvpkg._is_tracing():
+                        s = scale.item()
+                    else:
+                        s = 1.0
+                    return paste(mask, box) * s
+            """,
+    })
+    got = lint([p for p in paths if p.suffix == ".py"])
+    assert got["heads.py"] == [(14, "GM904")]  # `_other`, under a guard that may be true
+    alone = engine.check(paths[-1].read_bytes(), Settings()).findings  # the file alone cannot value the guard
+    assert [(f.line, f.code) for f in alone] == [(9, "GM904"), (14, "GM904"), (28, "GM901")]
+
+
 def test_autograd_function_forward_runs_compiled_through_apply(tmp_path):
     """liger-kernel's `LigerFusedLinearCrossEntropyFunction.apply(...)` in a module's forward: Dynamo
     traces the Function's `forward` (its `.item()` broke 3 times, measured by the audit), called as

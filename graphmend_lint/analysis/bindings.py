@@ -121,12 +121,14 @@ class Bindings:
     top: dict[str, str] | None = None
     # dotted spellings, in this file, of the project's compile-guard wrappers (external.FileFacts.guards)
     guards: frozenset = frozenset()
+    # dotted spellings of the project's wrappers that are False under compile (external.FileFacts.never)
+    never: frozenset = frozenset()
 
     @classmethod
-    def of(cls, module: cst.Module, guards: frozenset = frozenset()) -> "Bindings":
+    def of(cls, module: cst.Module, guards: frozenset = frozenset(), never: frozenset = frozenset()) -> "Bindings":
         collector = _ImportCollector()
         fastwalk.visit(module, collector)
-        return cls(collector.aliases, collector.top, guards)
+        return cls(collector.aliases, collector.top, guards, never)
 
     @property
     def _spellable(self) -> dict[str, str]:

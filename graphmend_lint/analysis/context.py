@@ -190,7 +190,9 @@ def compile_value(expr: cst.BaseExpression, b: Bindings, names: NameConst | None
         if q is None and isinstance(expr.func, cst.Name) and expr.func.value == "hasattr" and len(expr.args) == 2 \
                 and b.qualify(expr.args[0].value) == "torch":
             return True  # `hasattr(torch, "_dynamo") and torch._dynamo.is_compiling()`: torch has it when compiling
-        return False if q in NOT_COMPILING else None
+        if q in NOT_COMPILING or b.never and dotted(expr.func) in b.never:
+            return False  # `torchvision._is_tracing()` returns `torch._C._get_tracing_state()`
+        return None
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
         v = compile_value(expr.expression, b, names, strict)
         return None if v is None else not v

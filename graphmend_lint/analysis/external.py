@@ -23,15 +23,18 @@ class FileFacts:
     entries: frozenset = frozenset()
     # dotted spellings, in this file, of other files' defs marked torch.compiler.disable (GM907)
     disabled: frozenset = frozenset()
+    # dotted spellings, in this file, of other files' defs that are False under compile (they return
+    # `torch.jit.is_scripting()`/`torch._C._get_tracing_state()`: torchvision's `_is_tracing`)
+    never: frozenset = frozenset()
 
     def key(self) -> bytes:
         """What a per-file cache key must include: every cross-file fact the file may use."""
         return repr((sorted(self.module_classes), sorted(self.compiled), sorted(self.guards),
-                     sorted(self.wrapped), sorted(self.origins), sorted(self.entries), sorted(self.disabled))).encode()
+                     sorted(self.wrapped), sorted(self.origins), sorted(self.entries), sorted(self.disabled), sorted(self.never))).encode()
 
     def to_json(self) -> list:
         return [sorted(self.module_classes), sorted(self.compiled), sorted(self.guards), sorted(self.wrapped),
-                sorted(self.origins), sorted(self.entries), sorted(self.disabled)]
+                sorted(self.origins), sorted(self.entries), sorted(self.disabled), sorted(self.never)]
 
     def origin(self, qn: str | None) -> tuple[str, str] | None:
         """(module, qn) where the code of the generated file's def `qn` is written, ("", "") when

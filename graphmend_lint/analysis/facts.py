@@ -20,7 +20,7 @@ class ModuleFacts:
     def __init__(self, module: cst.Module, compiled_scope: str = "reachable",
                  ext: external.FileFacts = external.EMPTY) -> None:
         self.module = module
-        self.bindings = Bindings.of(module, ext.guards)
+        self.bindings = Bindings.of(module, ext.guards, ext.never)
         self.scope = CompiledScope(module, self.bindings, mode=compiled_scope, ext=ext)
         self._functions: dict[cst.FunctionDef, FunctionFacts] = {}
         self._layers: dict[cst.ClassDef, dict[str, str]] = {}

@@ -37,7 +37,8 @@ from pathlib import Path
 
 from . import summary as summary_mod
 from .external import FileFacts
-from .tables import AUTOGRAD_FUNCTION, COMPILE_FUNCS, DISABLE_FUNCS, IS_COMPILING, IS_COMPILING_NAMES, MODULE_BASE_SUFFIXES
+from .tables import (AUTOGRAD_FUNCTION, COMPILE_FUNCS, DISABLE_FUNCS, IS_COMPILING, IS_COMPILING_NAMES,
+                     MODULE_BASE_SUFFIXES, NOT_COMPILING)
 
 MAX_DEPTH = 30  # longest chain of re-exports / bases followed
 
@@ -415,7 +416,10 @@ class ProjectIndex:
                     continue
                 seen.add(item)
                 info = self._info(mod, qn)
+                cond = info.get("cond", {}) if info else {}
                 for call in info["calls"] if info else []:
+                    if call in cond and all(self._never_call(mod, g) for g in cond[call]):
+                        continue  # only under `if torchvision._is_tracing():`, never true under compile
                     t = self.callee(mod, qn, call)
                     if t is not None and t not in seen:
                         todo.append(t)
@@ -469,7 +473,7 @@ class ProjectIndex:
         compiled = frozenset(self._by_module.get(mod, ()))
         wrapped = frozenset(self._wrapped_by_module.get(mod, ()))
         entries = frozenset(self._entries_by_module.get(mod, ()))
-        guards, disabled = set(), set()
+        guards, disabled, never = set(), set(), set()
         if compiled or classes or wrapped:
             calls = {c for qn in compiled | wrapped for c in s["defs"][qn]["calls"]} if compiled or wrapped else \
                 {c for info in s["defs"].values() for c in info["calls"]}
@@ -485,8 +489,40 @@ class ProjectIndex:
                 elif t is not None and t[0] == "def" and t[1] != mod and self._disabled(t[1], t[2]) \
                         and not self._reorderable(t[1], t[2]):
                     disabled.add(c)
+                elif t is not None and t[0] == "def" and self.is_never(t[1], t[2]):
+                    never.add(c)
         origins = frozenset(self._origins(mod, compiled | wrapped)) if s.get("gen") else frozenset()
-        return FileFacts(classes, compiled, frozenset(guards), wrapped, origins, entries, frozenset(disabled))
+        return FileFacts(classes, compiled, frozenset(guards), wrapped, origins, entries, frozenset(disabled),
+                         frozenset(never))
+
+    def _never_call(self, mod: str, spelled: str) -> bool:
+        """`spelled()` in `mod` is False under compile (a NOT_COMPILING call or an `is_never` def)."""
+        q = self.qualify(mod, spelled)
+        if q in NOT_COMPILING:
+            return True
+        t = self.lookup(q) if q and self.in_project(q) else None
+        return bool(t and t[0] == "def" and self.is_never(t[1], t[2]))
+
+    def is_never(self, mod: str, qn: str, depth: int = 0) -> bool:
+        """Every `return` of def `qn` gives False or None, or a call that is False under compile
+        (`torch.jit.is_scripting()`, `torch._C._get_tracing_state()`, another such def), one at least
+        a call: torchvision's `_is_tracing()`."""
+        info = self._info(mod, qn)
+        if not info or not info["ret"] or depth > MAX_DEPTH or all(r == "F" for r in info["ret"]):
+            return False
+        for r in info["ret"]:
+            for part in r.split("|"):
+                if part == "F":
+                    continue
+                if part == "?":
+                    return False
+                q = self.qualify(mod, part)
+                if q in NOT_COMPILING:
+                    continue
+                t = self.lookup(q) if q and self.in_project(q) else None
+                if not (t and t[0] == "def" and (t[1], t[2]) != (mod, qn) and self.is_never(t[1], t[2], depth + 1)):
+                    return False
+        return True
 
     def _reorderable(self, mod: str, qn: str) -> bool:
         """`qn` is added to `torch._dynamo.config.reorderable_logging_functions` in its module: Dynamo
