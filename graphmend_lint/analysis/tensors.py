@@ -486,6 +486,9 @@ class FunctionFacts:
             if node.attr.value in ("T", "mT", "H", "real", "imag"):
                 inner = self.value(node.value, depth + 1)
                 return tensor() if inner.is_tensor else UNKNOWN
+            if node.attr.value in ("type", "index") and isinstance(node.value, cst.Attribute) \
+                    and node.value.attr.value == "device":
+                return STATIC  # `x.device.type == "xla"` (fairseq's has_pads): known while tracing
             if name is not None and name.startswith("self.") and name.count(".") == 1 and \
                     self.module_attrs.get(name[5:]) in (BUFFER, "torch.nn.Parameter", "torch.nn.parameter.Parameter"):
                 return tensor()  # a buffer or parameter: nn.Module keeps it a tensor (or None)
