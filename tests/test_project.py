@@ -466,6 +466,74 @@ def test_a_project_function_false_under_compile_is_a_guard(tmp_path):
     assert [(f.line, f.code) for f in alone] == [(9, "GM904"), (14, "GM904"), (28, "GM901")]
 
 
+def test_calls_and_loops_over_a_helper_object_run_its_methods(tmp_path):
+    """torchvision's `self.fg_bg_sampler(labels)` runs the sampler's `__call__`, FCOS's `head` built
+    in a local (`if head is None: head = FCOSHead()`, `self.head = head`) runs its methods, and
+    fairseq's `for layer in self.layers:` over a LayerDropModuleList (built in one branch, an
+    nn.ModuleList in the other) runs its `__iter__`, whose `torch.empty(n).uniform_()` is a tensor:
+    the audits' missed breaks, across files and in the file alone."""
+    from graphmend_lint import engine
+
+    model = """
+        import torch
+        from torch import nn
+        from .utils import LayerDropModuleList, Sampler
+
+
+        class Head(nn.Module):
+            def loss(self, x):
+                return x.sum().item()
+
+
+        class Net(nn.Module):
+            def __init__(self, head=None, layerdrop=0.0):
+                super().__init__()
+                self.sampler = Sampler()
+                if head is None:
+                    head = Head()
+                self.head = head
+                if layerdrop > 0:
+                    self.layers = LayerDropModuleList(layerdrop, [nn.Linear(4, 4)])
+                else:
+                    self.layers = nn.ModuleList([nn.Linear(4, 4)])
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return self.sampler(x), self.head.loss(x)
+        """
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": """
+            import torch
+            from torch import nn
+
+
+            class Sampler:
+                def __call__(self, x):
+                    return torch.where(x > 0)[0]
+
+
+            class LayerDropModuleList(nn.ModuleList):
+                def __init__(self, p, modules=None):
+                    super().__init__(modules)
+                    self.p = p
+
+                def __iter__(self):
+                    probs = torch.empty(len(self)).uniform_()
+                    for i, m in enumerate(super().__iter__()):
+                        if probs[i] > self.p:
+                            yield m
+            """,
+        "pkg/model.py": model,
+    })
+    got = lint(paths)
+    assert got["model.py"] == [(9, "GM901")]
+    assert got["utils.py"] == [(8, "GM905"), (19, "GM104")]
+    alone = engine.check(paths[-1].read_bytes(), Settings()).findings
+    assert sorted((f.line, f.code) for f in alone) == got["model.py"]
+
+
 def test_autograd_function_forward_runs_compiled_through_apply(tmp_path):
     """liger-kernel's `LigerFusedLinearCrossEntropyFunction.apply(...)` in a module's forward: Dynamo
     traces the Function's `forward` (its `.item()` broke 3 times, measured by the audit), called as

@@ -338,7 +338,10 @@ class ProjectIndex:
         cls = qn.split(".")[0] if "." in qn else None
         head, _, rest = call.partition(".")
         if head in ("self", "cls") and cls and rest and "." not in rest:
-            return self.method(mod, cls, rest)
+            found = self.method(mod, cls, rest)
+            if found is None and head == "self":  # `self.fg_bg_sampler(labels)`: the object's __call__
+                found = self._attr_method(mod, cls, rest, "__call__")
+            return found
         if head == "self" and cls and rest.count(".") == 1:
             return self._attr_method(mod, cls, *rest.split("."))
         if head == "super()" and cls and rest and "." not in rest:
@@ -348,8 +351,11 @@ class ProjectIndex:
         return (r[1], r[2]) if r is not None and r[0] == "def" else None
 
     def _attr_method(self, mod: str, cls: str, attr: str, name: str, depth: int = 0) -> tuple[str, str] | None:
-        """`self.attr.name(...)` where `__init__` of `cls` (or of a base) binds `self.attr = Ctor(...)`,
-        Ctor a class of the project with one such method (momentfm's `self.mask_generator.generate_mask`)."""
+        """`self.attr.name(...)` where `__init__` of `cls` (or of a base) binds `self.attr = Ctor(...)`
+        (also through a local name), Ctor a class of the project with that method (momentfm's
+        `self.mask_generator.generate_mask`; `__call__` for `self.attr(...)`, `__iter__` for
+        `for x in self.attr`: fairseq's LayerDropModuleList); of several constructors, the first one
+        of the project that has it."""
         s = self.module(mod)
         if s is None or depth > MAX_DEPTH:
             return None
@@ -362,11 +368,13 @@ class ProjectIndex:
                     if found is not None:
                         return found
             return None
-        if "|" in ctor:
-            return None  # two constructors: the index keeps one callee per call
-        q = self.qualify(mod, ctor)
-        r = self.lookup(q) if q and self.in_project(q) else None
-        return self.method(r[1], r[2], name) if r is not None and r[0] == "class" else None
+        for one in ctor.split("|"):  # several: the first class of the project that has the method
+            q = self.qualify(mod, one)
+            r = self.lookup(q) if q and self.in_project(q) else None
+            found = self.method(r[1], r[2], name) if r is not None and r[0] == "class" else None
+            if found is not None:
+                return found
+        return None
 
     def is_autograd_function(self, mod: str, cls: str, depth: int = 0) -> bool:
         """`cls` derives from torch.autograd.Function (through project classes)."""

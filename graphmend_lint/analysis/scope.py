@@ -27,19 +27,29 @@ def is_wrapper(f: cst.FunctionDef) -> bool:
                for d in f.decorators)
 
 
-def _attr_ctors(init: cst.FunctionDef, attr: str) -> set[str]:
-    """The constructors `init` binds `self.<attr>` to (`self.attr = Ctor(...)`), as written."""
-    found: set[str] = set()
+def _attr_ctors(init: cst.FunctionDef, attr: str) -> list[str]:
+    """The constructors `init` binds `self.<attr>` to (`self.attr = Ctor(...)`, also through a local
+    name: `head = FCOSHead(...)` then `self.head = head`), as written, sorted (summary's attrs)."""
+    local: dict[str, set[str]] = {}
+    stored: list[cst.BaseExpression] = []
 
     class V(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign) -> None:
-            if isinstance(node.value, cst.Call) and any(dotted(t.target) == f"self.{attr}" for t in node.targets):
-                ctor = dotted(node.value.func)
-                if ctor:
-                    found.add(ctor)
+            ctor = dotted(node.value.func) if isinstance(node.value, cst.Call) else None
+            for t in node.targets:
+                if ctor and isinstance(t.target, cst.Name):
+                    local.setdefault(t.target.value, set()).add(ctor)
+                elif dotted(t.target) == f"self.{attr}":
+                    stored.append(node.value)
 
     fastwalk.visit(init, V())
-    return found
+    found: set[str] = set()
+    for value in stored:
+        if isinstance(value, cst.Call) and dotted(value.func):
+            found.add(dotted(value.func))  # type: ignore[arg-type]
+        elif isinstance(value, cst.Name):
+            found |= local.get(value.value, set())
+    return sorted(found)
 
 
 def _decorator_target(dec: cst.Decorator, b: Bindings) -> str | None:
@@ -63,6 +73,7 @@ class _Index(cst.CSTVisitor):
         self.module_calls: list[cst.Call] = []  # calls outside any function
         self.module_aliases: dict[str, cst.BaseExpression] = {}
         self.forward_sets: set[str] = set()  # names assigned to some `X.forward`
+        self.iterated: dict[cst.FunctionDef, list[str]] = {}  # `for ... in self.<attr>` per function
         self._stack: list[cst.CSTNode] = []
 
     def _func(self) -> cst.FunctionDef | None:
@@ -98,6 +109,12 @@ class _Index(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         func = self._func()
         (self.calls[func] if func is not None else self.module_calls).append(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        name = dotted(node.iter)
+        func = self._func()
+        if func is not None and name is not None and name.startswith("self.") and name.count(".") == 1:
+            self.iterated.setdefault(func, []).append(name[5:])
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if not self._stack and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
@@ -222,16 +239,19 @@ class CompiledScope:
 
     def _attr_method(self, cls: cst.ClassDef, attr: str, name: str) -> cst.FunctionDef | None:
         """`self.attr.name(...)` where `__init__` binds `self.attr = Ctor(...)`, Ctor a class of the
-        file (performer's `self.proj_updater.redraw_projections()`); as the project index's
-        `_attr_method` (an attribute bound to two constructors: none)."""
+        file (performer's `self.proj_updater.redraw_projections()`; `__call__` for `self.attr(...)`,
+        `__iter__` for `for x in self.attr`); as the project index's `_attr_method`."""
         for c in self.class_bases(cls):
-            ctors = set()
+            ctors: set[str] = set()
             for stmt in c.body.body:
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value in INIT_METHODS:
-                    ctors |= _attr_ctors(stmt, attr)
+                    ctors.update(_attr_ctors(stmt, attr))
             if ctors:
-                ctor = ctors.pop() if len(ctors) == 1 else None
-                return self.method(self.index.classes[ctor], name) if ctor in self.index.classes else None
+                for ctor in sorted(ctors):  # several: the first class of the file that has the method
+                    m = self.method(self.index.classes[ctor], name) if ctor in self.index.classes else None
+                    if m is not None:
+                        return m
+                return None
         return None
 
     # -- roots and closure ---------------------------------------------------
@@ -347,6 +367,8 @@ class CompiledScope:
                 out.append(idx.functions[name])
             elif owner is not None and name.startswith("self.") and name.count(".") == 1:
                 m = self.method(owner, name.split(".")[1])
+                if m is None:  # `self.fg_bg_sampler(labels)`: the object's __call__ (torchvision)
+                    m = self._attr_method(owner, name.split(".")[1], "__call__")
                 if m is not None:
                     out.append(m)
                 out.extend(self._overrides(owner, name.split(".")[1]))
@@ -361,6 +383,10 @@ class CompiledScope:
                     m = self.method(cls, "forward")  # `MyFunction.apply(x)`: Dynamo traces its forward
                 if m is not None:
                     out.append(m)
+        for attr in idx.iterated.get(f, []) if owner is not None else []:  # `for layer in self.layers:`
+            m = self._attr_method(owner, attr, "__iter__")
+            if m is not None:
+                out.append(m)
         # functions defined inside f run when f calls them
         out.extend(self._children.get(f, []))
         return out

@@ -359,6 +359,8 @@ class FunctionFacts:
         if m in T.PREDICATES:
             return tensor(recv.zero_dim, "bool")
         if recv.is_tensor:
+            if m.endswith("_") and not m.startswith("_") and m not in ("requires_grad_", "share_memory_"):
+                return tensor(recv.zero_dim, recv.dtype)  # in place: `torch.empty(n).uniform_()` is that tensor
             if m in T.CAST_METHODS:
                 return tensor(recv.zero_dim, T.CAST_METHODS[m])
             if m in T.ELEMENTWISE:
