@@ -7,7 +7,7 @@ from ..analysis import explain as X
 from . import base
 
 # Calls whose positional arguments (after `skip`) are Python ints (sizes, offsets): method -> skip.
-SIZE_METHODS = {"view": 0, "reshape": 0, "expand": 0, "new_zeros": 0, "new_ones": 0, "new_empty": 0,
+SIZE_METHODS = {"view": 0, "reshape": 0, "expand": 0, "repeat": 0, "new_zeros": 0, "new_ones": 0, "new_empty": 0,
                 "narrow": 1}
 SIZE_FUNCS = {"torch.zeros": 0, "torch.ones": 0, "torch.empty": 0, "torch.nn.functional.one_hot": 1}
 SIZE_KEYWORDS = {"torch.nn.functional.one_hot": "num_classes"}  # a size passed by keyword
@@ -19,7 +19,7 @@ class TensorAsSizeRule(base.GraphMendRule):
     Finds tensors used where Python needs an integer, in code that runs under `torch.compile`:
     slice bounds (`x[:n]` with `n = mask.sum()`), 0-d integer tensors used as an index
     (`x[i]` with `i = torch.argmax(scores)`: effdet's soft-NMS) and 0-d tensors passed as sizes or offsets to
-    `view`, `reshape`, `expand`, `new_zeros`/`new_ones`/`new_empty`, `narrow`,
+    `view`, `reshape`, `expand`, `repeat` (lavis's `h.repeat(n, 1)`), `new_zeros`/`new_ones`/`new_empty`, `narrow`,
     `torch.zeros`/`ones`/`empty` and as `F.one_hot`'s `num_classes` (mixture-of-experts'
     `F.one_hot(indexes, max(indexes.max() + 2, n))`; `capture_scalar_outputs` does not remove that
     break). Shapes, sizes and Python ints are not reported.
