@@ -26,19 +26,29 @@ def ancestors(node: cst.CSTNode, parent: Parent) -> Iterator[tuple[cst.CSTNode, 
 _TERMINATORS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
 
 
-def unreachable(node: cst.CSTNode, parent: Parent) -> bool:
+def unreachable(node: cst.CSTNode, parent: Parent, dead: dict | None = None) -> bool:
     """`node` lies after a `return`, `raise`, `continue` or `break` of its own block, or of a block
-    around it within its function: it never runs (muse's `raise Exception()` then a `with`)."""
+    around it within its function: it never runs (muse's `raise Exception()` then a `with`).
+    `dead`: block -> ids of its statements after such a statement (filled here, one pass a block)."""
+    memo = dead if dead is not None else {}
     for child, up in ancestors(node, parent):
         if isinstance(up, cst.FunctionDef):
             return False
         if isinstance(up, cst.IndentedBlock):
-            for stmt in up.body:
-                if stmt is child:
-                    break
-                if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, _TERMINATORS) for s in stmt.body):
-                    return True
+            after = memo.get(up)
+            if after is None:
+                after = memo[up] = _after_terminator(up)
+            if after and id(child) in after:
+                return True
     return False
+
+
+def _after_terminator(block: cst.IndentedBlock) -> frozenset[int]:
+    body = block.body
+    for i, stmt in enumerate(body[:-1]):
+        if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, _TERMINATORS) for s in stmt.body):
+            return frozenset(id(s) for s in body[i + 1:])
+    return frozenset()
 
 
 def enclosing_function(node: cst.CSTNode, parent: Parent) -> cst.FunctionDef | None:

@@ -39,6 +39,7 @@ class FileContext:
         self._conventions: tuple[str | None, str | None, bool] | None = None
         self._codes: list[tuple[cst.Module, str]] = []
         self.compiled_at: dict[cst.CSTNode, cst.FunctionDef | None] = {}  # rules' compiled_function answers
+        self.dead: dict[cst.IndentedBlock, frozenset[int]] = {}  # context.unreachable's statements per block
 
     @property
     def parents(self) -> dict:

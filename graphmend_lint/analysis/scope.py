@@ -27,29 +27,43 @@ def is_wrapper(f: cst.FunctionDef) -> bool:
                for d in f.decorators)
 
 
-def _attr_ctors(init: cst.FunctionDef, attr: str) -> list[str]:
-    """The constructors `init` binds `self.<attr>` to (`self.attr = Ctor(...)`, also through a local
-    name: `head = FCOSHead(...)` then `self.head = head`), as written, sorted (summary's attrs)."""
+def _attr_ctors(init: cst.FunctionDef) -> dict[str, set[str]]:
+    """attr -> the constructors `init` binds `self.<attr>` to (`self.attr = Ctor(...)`, also through
+    a local name: `head = FCOSHead(...)` then `self.head = head`), as written (summary's attrs)."""
     local: dict[str, set[str]] = {}
-    stored: list[cst.BaseExpression] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            ctor = dotted(node.value.func) if isinstance(node.value, cst.Call) else None
-            for t in node.targets:
-                if ctor and isinstance(t.target, cst.Name):
-                    local.setdefault(t.target.value, set()).add(ctor)
-                elif dotted(t.target) == f"self.{attr}":
-                    stored.append(node.value)
-
-    fastwalk.visit(init, V())
-    found: set[str] = set()
-    for value in stored:
+    stored: list[tuple[str, cst.BaseExpression]] = []
+    todo: list = [init.body]
+    while todo:  # statements only (blocks of if/for/with/try), not the expressions below them
+        block = todo.pop()
+        for stmt in getattr(block, "body", ()):
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for node in stmt.body:
+                    if not isinstance(node, cst.Assign):
+                        continue
+                    ctor = dotted(node.value.func) if isinstance(node.value, cst.Call) else None
+                    for t in node.targets:
+                        if ctor and isinstance(t.target, cst.Name):
+                            local.setdefault(t.target.value, set()).add(ctor)
+                        else:
+                            name = dotted(t.target)
+                            if name is not None and name.startswith("self.") and name.count(".") == 1:
+                                stored.append((name[5:], node.value))
+            elif isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                todo.append(stmt.body)
+                for part in ("orelse", "finalbody"):
+                    extra = getattr(stmt, part, None)
+                    while extra is not None:
+                        todo.append(extra.body)
+                        extra = getattr(extra, "orelse", None) if isinstance(extra, cst.If) else None
+                todo.extend(h.body for h in getattr(stmt, "handlers", ()))
+    found: dict[str, set[str]] = {}
+    for attr, value in stored:
+        got = found.setdefault(attr, set())
         if isinstance(value, cst.Call) and dotted(value.func):
-            found.add(dotted(value.func))  # type: ignore[arg-type]
+            got.add(dotted(value.func))  # type: ignore[arg-type]
         elif isinstance(value, cst.Name):
-            found |= local.get(value.value, set())
-    return sorted(found)
+            got |= local.get(value.value, set())
+    return found
 
 
 def _decorator_target(dec: cst.Decorator, b: Bindings) -> str | None:
@@ -156,6 +170,7 @@ class CompiledScope:
         self.b = bindings
         self.mode = mode
         self.ext = ext if ext is not None else external.EMPTY  # facts from other files (project index)
+        self._ctor_maps: dict[cst.FunctionDef, dict[str, set[str]]] = {}  # `__init__` -> _attr_ctors
         self.index = idx = _Index()
         fastwalk.visit(module, idx)
         self.module_classes = self._module_classes()
@@ -245,7 +260,10 @@ class CompiledScope:
             ctors: set[str] = set()
             for stmt in c.body.body:
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value in INIT_METHODS:
-                    ctors.update(_attr_ctors(stmt, attr))
+                    got = self._ctor_maps.get(stmt)
+                    if got is None:
+                        got = self._ctor_maps[stmt] = _attr_ctors(stmt)
+                    ctors.update(got.get(attr, ()))
             if ctors:
                 for ctor in sorted(ctors):  # several: the first class of the file that has the method
                     m = self.method(self.index.classes[ctor], name) if ctor in self.index.classes else None

@@ -318,7 +318,7 @@ class _Summary:
         got = self.attrs.setdefault(cls, {})
         local: dict[str, set[str]] = {}  # `head = FCOSHead(...)` then `self.head = head` (torchvision)
         stores = []
-        for n in ast.walk(init):
+        for n in _statements(init.body):  # type: ignore[attr-defined]
             if isinstance(n, ast.Assign):
                 ctor = dotted(n.value.func) if isinstance(n.value, ast.Call) else None
                 for t in n.targets:
@@ -406,6 +406,24 @@ def eager_lines(func: ast.AST, imports: dict[str, str]) -> set[int]:
                 if v is True and _exits(s.body) or v is False and s.orelse and _exits(s.orelse):
                     out.update(_span(block[i + 1:], s.end_lineno))
                     break
+    return out
+
+
+def _statements(block: list) -> list[ast.stmt]:
+    """The statements of `block` and of the blocks inside them (not nested defs or classes), without
+    walking their expressions."""
+    out, todo = [], list(reversed(block))
+    while todo:
+        s = todo.pop()
+        out.append(s)
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for f in _BLOCKS_OF.get(type(s), ()):
+            for inner in reversed(getattr(s, f)):
+                if isinstance(inner, (ast.excepthandler, ast.match_case)):
+                    todo.extend(reversed(inner.body))
+                else:
+                    todo.append(inner)
     return out
 
 

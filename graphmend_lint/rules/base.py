@@ -150,7 +150,7 @@ class GraphMendRule(LintRule):
             return None
         const = self.facts.function(func).compile_const
         if context.runs_only_in_eager(node, self.parent, self.facts.bindings, const) or \
-                context.unreachable(node, self.parent):
+                context.unreachable(node, self.parent, self._context().dead):
             return None
         return func
 

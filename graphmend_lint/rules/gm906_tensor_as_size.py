@@ -108,6 +108,9 @@ class TensorAsSizeRule(base.GraphMendRule):
         for el in node.slice:
             s = el.slice
             if isinstance(s, cst.Index) and s.star is None:  # `x[idx]`, idx = torch.argmax(scores): a 0-d int tensor
+                if not isinstance(s.value, (cst.Name, cst.Attribute, cst.Call, cst.BinaryOperation, cst.Subscript)) \
+                        or isinstance(s.value, cst.Name) and s.value.value in ("None", "True", "False"):
+                    continue  # literals, `...`, `-1`, strings: never a tensor
                 v = X.value(self, node, s.value)
                 if v is not None and v.is_tensor and v.zero_dim and v.dtype == "int":
                     self.report(node, self.INDEX_MESSAGE, at=s.value)

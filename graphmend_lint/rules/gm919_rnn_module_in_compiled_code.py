@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import builtins
+
 import libcst as cst
 from fixit import Invalid, Valid
 
@@ -96,8 +98,8 @@ class RnnModuleInCompiledCodeRule(base.GraphMendRule):
             return
         if name.startswith("self.") and name.count(".") == 1:
             attr, shown = name[5:], f"{name}(...)"
-        elif "." not in name:  # `for lstm in self.lstms: lstm(x)` (pyannote's PyanNet)
-            attr, shown = self._loop_over(node, name), f"{name}(...)"
+        elif "." not in name and name not in _BUILTINS and name not in self.facts.scope.index.functions:
+            attr, shown = self._loop_over(node, name), f"{name}(...)"  # `for lstm in self.lstms: lstm(x)` (PyanNet)
             if attr is None:
                 return
         else:
@@ -130,8 +132,8 @@ class RnnModuleInCompiledCodeRule(base.GraphMendRule):
         `ModuleList`/`Sequential` of them (`self.lstm(x)` raises on a ModuleList, so the call that
         runs is the layer's; `element`: the call is on an element, which a container holds)."""
         cls = self.facts.scope.index.class_of.get(func)
-        if cls is None:
-            return None
+        if cls is None or self.facts.function(func).module_attrs.get(attr) not in RNNS | _CONTAINERS:
+            return None  # the last store builds neither (module_layer_attrs): not every store an RNN
         stores = _Stores(attr, self.facts.bindings)
         fastwalk.visit(cls, stores)
         kinds = [k for k, _ in stores.ctors]
@@ -141,6 +143,7 @@ class RnnModuleInCompiledCodeRule(base.GraphMendRule):
 
 
 _CONTAINERS = {"torch.nn.ModuleList", "torch.nn.Sequential"}
+_BUILTINS = frozenset(dir(builtins))
 
 
 class _Stores(cst.CSTVisitor):

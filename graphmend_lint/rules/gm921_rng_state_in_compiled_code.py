@@ -21,6 +21,9 @@ RNG_STATE = {
 }
 
 
+_LAST_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in RNG_STATE)
+
+
 class RngStateInCompiledCodeRule(base.GraphMendRule):
     """
     ## What it does
@@ -109,6 +112,10 @@ class RngStateInCompiledCodeRule(base.GraphMendRule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        q = X.qualified(self, node.func)
+        func = node.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if last not in _LAST_NAMES:
+            return
+        q = X.qualified(self, func)
         if q in RNG_STATE and self.compiled_function(node) is not None:
             self.report(node, self.MESSAGE.format(name=X.dotted(node.func) or q, why=RNG_STATE[q]))

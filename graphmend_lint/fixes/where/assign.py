@@ -308,22 +308,30 @@ class _Plan:
 def _own_call(test: cst.BaseExpression, b) -> str | None:
     """The first call in `test` of a function of the project (`check(x)`, `self.gate(x)`): not a torch
     op nor a method of a value, so not known to be free of side effects."""
-    found: list[str] = []
+    calls = _Calls()
+    fastwalk.visit(test, calls)
+    for node in calls.found:
+        name = dotted(node.func)
+        if name is None:
+            continue
+        q = b.qualify(node.func)
+        if q is not None and q.split(".")[0] == "torch":
+            continue
+        if "." not in name and name not in PURE_BUILTINS or name.split(".")[0] in ("self", "cls") or \
+                q is not None and "." in name:
+            return name + "(...)"
+    return None
 
-    class V(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            name = dotted(node.func)
-            if found or name is None:
-                return
-            q = b.qualify(node.func)
-            if q is not None and q.split(".")[0] == "torch":
-                return
-            if "." not in name and name not in PURE_BUILTINS or name.split(".")[0] in ("self", "cls") or \
-                    q is not None and "." in name:
-                found.append(name + "(...)")
 
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
+class _Calls(cst.CSTVisitor):
+    """The calls of an expression, outside lambdas (module level: fastwalk compiles a walk per class)."""
 
-    fastwalk.visit(test, V())
-    return found[0] if found else None
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.found.append(node)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
