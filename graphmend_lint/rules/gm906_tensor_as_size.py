@@ -20,7 +20,7 @@ class TensorAsSizeRule(base.GraphMendRule):
     slice bounds (`x[:n]` with `n = mask.sum()`), 0-d integer tensors used as an index
     (`x[i]` with `i = torch.argmax(scores)`: effdet's soft-NMS) and 0-d tensors passed as sizes or offsets to
     `view`, `reshape`, `expand`, `repeat` (lavis's `h.repeat(n, 1)`), `new_zeros`/`new_ones`/`new_empty`, `narrow`,
-    `torch.zeros`/`ones`/`empty` and as `F.one_hot`'s `num_classes` (mixture-of-experts'
+    `torch.zeros`/`ones`/`empty`, as the count of a list repetition (`[h] * n`), and as `F.one_hot`'s `num_classes` (mixture-of-experts'
     `F.one_hot(indexes, max(indexes.max() + 2, n))`; `capture_scalar_outputs` does not remove that
     break). Shapes, sizes and Python ints are not reported.
 
@@ -61,6 +61,9 @@ class TensorAsSizeRule(base.GraphMendRule):
     INDEX_MESSAGE = ("index is a 0-d integer tensor: Dynamo reads its value (`.item()`) and breaks the graph "
                      "(measured on torch 2.13; `capture_scalar_outputs` does not always remove it); index with a "
                      "1-element tensor (`keepdim=True`) or `torch.gather`")
+    REPEAT_MESSAGE = ("a list repeated by a 0-d tensor: Python reads its value and breaks the graph (no config "
+                      "removes it, measured on torch 2.13); repeat a tensor instead (`h.expand(n, ...)`, "
+                      "`h.repeat(n, 1)`), or pass a Python int")
     CLASSES_MESSAGE = ("`F.one_hot` gets a tensor as `num_classes`: Dynamo reads its value and breaks the graph "
                        "(no config removes it, measured on torch 2.13); pass a Python int")
     SIZE_MESSAGE = ("`{name}` gets a tensor as a size or offset: Dynamo reads its value and breaks the graph "
@@ -125,6 +128,18 @@ class TensorAsSizeRule(base.GraphMendRule):
                 if v is not None and v.is_tensor:
                     self.report(node, self.MESSAGE, at=bound)
                     return
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        """`[h] * n` with `n` a 0-d tensor (lavis's BLIP VQA: `[state] * n_answers`): Python needs the count."""
+        if not isinstance(node.operator, cst.Multiply):
+            return
+        for seq, count in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(seq, (cst.List, cst.Tuple, cst.ListComp)) and isinstance(
+                    count, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BinaryOperation)):
+                v = X.value(self, node, count)
+                if v is not None and v.is_tensor and v.zero_dim:
+                    self.report(node, self.REPEAT_MESSAGE, at=count)
+                return
 
     def visit_Call(self, node: cst.Call) -> None:
         q = X.qualified(self, node.func)
