@@ -684,3 +684,33 @@ def test_tensor_annotation_with_a_flag_default(default, reported):
     src += "        if not flag:\n            h = h * 2\n        return h\n"
     got = [f for f in engine.check(src.encode(), Settings()).findings if f.code == "GM101"]
     assert bool(got) == reported, [f.message for f in got]
+
+
+def test_gm104_in_a_generator_names_the_function_that_iterates_it():
+    """fairseq's LayerDropModuleList.__iter__: the generator is traced where `for layer in self.layers`
+    iterates it, so the frame Dynamo skips is that caller's (measured by the fairseq audit)."""
+    src = b'''import torch
+from torch import nn
+
+
+class LayerDrop(nn.ModuleList):
+    def __iter__(self):
+        probs = torch.rand(len(self))
+        for i, m in enumerate(super().__iter__()):
+            if probs[i] > 0.5:
+                yield m
+
+
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = LayerDrop([nn.Linear(4, 4)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+'''
+    (finding,) = engine.check(src, Settings()).findings
+    assert finding.code == "GM104" and "of the generator `__iter__`" in finding.message
+    assert "skip the whole function that iterates it" in finding.message
