@@ -78,35 +78,66 @@ def reaching_value(node: cst.CSTNode, name: str, parent: Parent) -> cst.BaseExpr
     return None
 
 
-def calls_below(node: cst.CSTNode) -> list[cst.Call]:
-    """Every call in `node`'s subtree (itself included), in walk order."""
-    v = _Calls()
+def calls_below(node: cst.CSTNode, into_lambdas: bool = True) -> list[cst.Call]:
+    """Every call in `node`'s subtree (itself included), in walk order; `into_lambdas=False`: not
+    those in a lambda's body (they run only where the lambda is called)."""
+    v = _Calls(into_lambdas)
     fastwalk.visit(node, v)
     return v.found
 
 
 class _Calls(cst.CSTVisitor):  # module-level: a class made per call is a cycle holding its nodes
-    def __init__(self) -> None:
+    def __init__(self, into_lambdas: bool = True) -> None:
         super().__init__()
         self.found: list[cst.Call] = []
+        self.into_lambdas = into_lambdas
 
     def visit_Call(self, call: cst.Call) -> None:
         self.found.append(call)
 
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return self.into_lambdas
+
+
+def is_generator(func: cst.FunctionDef) -> bool:
+    """`func` yields (not a def or lambda nested in it): Dynamo traces it where it is iterated."""
+    v = _Yields(func)
+    fastwalk.visit(func, v)
+    return v.found
+
+
+class _Yields(cst.CSTVisitor):
+    def __init__(self, func: cst.FunctionDef) -> None:
+        super().__init__()
+        self.func, self.found = func, False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.func  # a nested def's yields are its own
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.found = True
+
 
 def declared_names(func: cst.FunctionDef) -> set[str]:
     """Names a `global` or `nonlocal` statement in `func` declares (assigning them is a side effect)."""
-    found: set[str] = set()
+    v = _Declared()
+    fastwalk.visit(func, v)
+    return v.found
 
-    class V(cst.CSTVisitor):
-        def visit_Global(self, n: cst.Global) -> None:
-            found.update(item.name.value for item in n.names)
 
-        def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
-            found.update(item.name.value for item in n.names)
+class _Declared(cst.CSTVisitor):  # module-level: fastwalk compiles a walk per visitor class
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: set[str] = set()
 
-    fastwalk.visit(func, V())
-    return found
+    def visit_Global(self, n: cst.Global) -> None:
+        self.found.update(item.name.value for item in n.names)
+
+    def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
+        self.found.update(item.name.value for item in n.names)
 
 
 def binds_before(node: cst.CSTNode, name: str, parent: Parent) -> bool:

@@ -228,13 +228,13 @@ def _reads_only(node: cst.Call, b: Bindings | None) -> bool:
         parts = q.split(".")
         return (any(q == m or q.startswith(m + ".") for m in READING_MODULES) and parts[-1] not in STATEFUL
                 and not parts[-1].endswith("_") and not _STATEFUL_PARTS.intersection(parts[1:]))
-    if isinstance(func, cst.Name):
-        if b is not None and b.qualify(func) is None and func.value in READING_BUILTINS:
+    if isinstance(func, cst.Name):  # not an import (those are qualified above)
+        if func.value in READING_BUILTINS:
             return True
         if func.value in CONSUMING_BUILTINS:
             positional = [a for a in node.args if a.keyword is None and not a.star]
             return len(positional) != 1 or not isinstance(positional[0].value, cst.Name)
-        return b is None and func.value in READING_BUILTINS
+        return False
     if isinstance(func, cst.Attribute):
         name = func.attr.value
         if name.endswith("_") and not name.startswith("_") or name in MUTATING_METHODS:

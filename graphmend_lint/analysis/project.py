@@ -108,6 +108,7 @@ class ProjectIndex:
         self._lookups: dict[str, tuple | None] = {}
         self._module_class: dict[tuple[str, str], bool] = {}
         self._guard: dict[tuple[str, str], bool] = {}
+        self._never: dict[tuple[str, str], bool] = {}  # is_never's answers
         self._compiled: set[tuple[str, str]] | None = None
         self._entries: set[tuple[str, str]] = set()  # the roots that are compiled: frames Dynamo enters
         self._wrapped: set[tuple[str, str]] = set()  # decorators whose wrappers run compiled
@@ -317,13 +318,18 @@ class ProjectIndex:
             return None
         if not skip_self and f"{cls}.{name}" in s["defs"]:
             return (mod, f"{cls}.{name}")
+        for base in self._base_classes(mod, cls):
+            found = self.method(*base, name, False, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _base_classes(self, mod: str, cls: str):
+        """(module, class) of each base of `mod.cls` that the index finds to be a class, in order."""
         for q, _ in self.bases(mod, cls):
             r = self.lookup(q) if q else None
             if r is not None and r[0] == "class":
-                found = self.method(r[1], r[2], name, False, depth + 1)
-                if found is not None:
-                    return found
-        return None
+                yield r[1], r[2]
 
     # -- compiled defs -----------------------------------------------------------
     def _info(self, mod: str, qn: str) -> dict | None:
@@ -361,12 +367,10 @@ class ProjectIndex:
             return None
         ctor = s.get("attrs", {}).get(cls, {}).get(attr)
         if ctor is None:
-            for q, _ in self.bases(mod, cls):
-                r = self.lookup(q) if q else None
-                if r is not None and r[0] == "class":
-                    found = self._attr_method(r[1], r[2], attr, name, depth + 1)
-                    if found is not None:
-                        return found
+            for base in self._base_classes(mod, cls):
+                found = self._attr_method(*base, attr, name, depth + 1)
+                if found is not None:
+                    return found
             return None
         for one in ctor.split("|"):  # several: the first class of the project that has the method
             q = self.qualify(mod, one)
@@ -503,34 +507,28 @@ class ProjectIndex:
         return FileFacts(classes, compiled, frozenset(guards), wrapped, origins, entries, frozenset(disabled),
                          frozenset(never))
 
-    def _never_call(self, mod: str, spelled: str) -> bool:
+    def _never_call(self, mod: str, spelled: str, depth: int = 0) -> bool:
         """`spelled()` in `mod` is False under compile (a NOT_COMPILING call or an `is_never` def)."""
         q = self.qualify(mod, spelled)
         if q in NOT_COMPILING:
             return True
         t = self.lookup(q) if q and self.in_project(q) else None
-        return bool(t and t[0] == "def" and self.is_never(t[1], t[2]))
+        return bool(t and t[0] == "def" and self.is_never(t[1], t[2], depth + 1))
 
     def is_never(self, mod: str, qn: str, depth: int = 0) -> bool:
         """Every `return` of def `qn` gives False or None, or a call that is False under compile
         (`torch.jit.is_scripting()`, `torch._C._get_tracing_state()`, another such def), one at least
-        a call: torchvision's `_is_tracing()`."""
+        a call: torchvision's `_is_tracing()`. Remembered, like `is_guard` (a cycle is not one)."""
+        key = (mod, qn)
+        if key in self._never:
+            return self._never[key]
+        self._never[key] = False
         info = self._info(mod, qn)
-        if not info or not info["ret"] or depth > MAX_DEPTH or all(r == "F" for r in info["ret"]):
-            return False
-        for r in info["ret"]:
-            for part in r.split("|"):
-                if part == "F":
-                    continue
-                if part == "?":
-                    return False
-                q = self.qualify(mod, part)
-                if q in NOT_COMPILING:
-                    continue
-                t = self.lookup(q) if q and self.in_project(q) else None
-                if not (t and t[0] == "def" and (t[1], t[2]) != (mod, qn) and self.is_never(t[1], t[2], depth + 1)):
-                    return False
-        return True
+        rets = info["ret"] if info and depth <= MAX_DEPTH else []
+        parts = [p for r in rets for p in r.split("|") if p != "F"]
+        ok = bool(parts) and "?" not in parts and all(self._never_call(mod, p, depth) for p in parts)
+        self._never[key] = ok
+        return ok
 
     def _reorderable(self, mod: str, qn: str) -> bool:
         """`qn` is added to `torch._dynamo.config.reorderable_logging_functions` in its module: Dynamo

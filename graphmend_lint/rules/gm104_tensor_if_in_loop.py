@@ -3,7 +3,6 @@ from __future__ import annotations
 import libcst as cst
 from fixit import Invalid, Valid
 
-from .. import fastwalk
 from ..analysis import context
 from ..fixes import where
 from . import base
@@ -187,7 +186,7 @@ class TensorIfInLoopRule(base.GraphMendRule):
         if not flagged:
             return
         short = f"`if` on a tensor value inside a Python loop makes Dynamo skip the whole function `{func.name.value}`"
-        if _is_generator(func):  # traced where it is iterated (fairseq's LayerDropModuleList.__iter__)
+        if context.is_generator(func):  # traced where it is iterated (fairseq's LayerDropModuleList.__iter__)
             short = (f"`if` on a tensor value inside a Python loop of the generator `{func.name.value}` makes "
                      "Dynamo skip the whole function that iterates it")
         layerdrop = where.fix_layerdrop(self, node, func)
@@ -208,24 +207,3 @@ class TensorIfInLoopRule(base.GraphMendRule):
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node, [node.test])
-
-
-class _Yields(cst.CSTVisitor):
-    def __init__(self, func: cst.FunctionDef) -> None:
-        super().__init__()
-        self.func, self.found = func, False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return node is self.func  # a nested def's yields are its own
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Yield(self, node: cst.Yield) -> None:
-        self.found = True
-
-
-def _is_generator(func: cst.FunctionDef) -> bool:
-    v = _Yields(func)
-    fastwalk.visit(func, v)
-    return v.found

@@ -13,6 +13,12 @@ SIZE_FUNCS = {"torch.zeros": 0, "torch.ones": 0, "torch.empty": 0, "torch.nn.fun
 SIZE_KEYWORDS = {"torch.nn.functional.one_hot": "num_classes"}  # a size passed by keyword
 
 
+def _may_be_tensor(e: cst.BaseExpression) -> bool:
+    """A form that can hold a tensor: not a literal, `...`, `-1`, a string, None/True/False."""
+    return isinstance(e, (cst.Name, cst.Attribute, cst.Call, cst.BinaryOperation, cst.Subscript)) and not (
+        isinstance(e, cst.Name) and e.value in ("None", "True", "False"))
+
+
 class TensorAsSizeRule(base.GraphMendRule):
     """
     ## What it does
@@ -111,9 +117,8 @@ class TensorAsSizeRule(base.GraphMendRule):
         for el in node.slice:
             s = el.slice
             if isinstance(s, cst.Index) and s.star is None:  # `x[idx]`, idx = torch.argmax(scores): a 0-d int tensor
-                if not isinstance(s.value, (cst.Name, cst.Attribute, cst.Call, cst.BinaryOperation, cst.Subscript)) \
-                        or isinstance(s.value, cst.Name) and s.value.value in ("None", "True", "False"):
-                    continue  # literals, `...`, `-1`, strings: never a tensor
+                if not _may_be_tensor(s.value):
+                    continue
                 v = X.value(self, node, s.value)
                 if v is not None and v.is_tensor and v.zero_dim and v.dtype == "int":
                     self.report(node, self.INDEX_MESSAGE, at=s.value)
@@ -134,8 +139,7 @@ class TensorAsSizeRule(base.GraphMendRule):
         if not isinstance(node.operator, cst.Multiply):
             return
         for seq, count in ((node.left, node.right), (node.right, node.left)):
-            if isinstance(seq, (cst.List, cst.Tuple, cst.ListComp)) and isinstance(
-                    count, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BinaryOperation)):
+            if isinstance(seq, (cst.List, cst.Tuple, cst.ListComp)) and _may_be_tensor(count):
                 v = X.value(self, node, count)
                 if v is not None and v.is_tensor and v.zero_dim:
                     self.report(node, self.REPEAT_MESSAGE, at=count)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ... import fastwalk
 from ...analysis.bindings import dotted
+from ...analysis.context import calls_below
 from ...analysis.tables import PURE_BUILTINS
 from ..build import line
 from ..fix import Refused
@@ -308,9 +308,7 @@ class _Plan:
 def _own_call(test: cst.BaseExpression, b) -> str | None:
     """The first call in `test` of a function of the project (`check(x)`, `self.gate(x)`): not a torch
     op nor a method of a value, so not known to be free of side effects."""
-    calls = _Calls()
-    fastwalk.visit(test, calls)
-    for node in calls.found:
+    for node in calls_below(test, into_lambdas=False):
         name = dotted(node.func)
         if name is None:
             continue
@@ -321,17 +319,3 @@ def _own_call(test: cst.BaseExpression, b) -> str | None:
                 q is not None and "." in name:
             return name + "(...)"
     return None
-
-
-class _Calls(cst.CSTVisitor):
-    """The calls of an expression, outside lambdas (module level: fastwalk compiles a walk per class)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: list[cst.Call] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.found.append(node)
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
