@@ -160,8 +160,12 @@ class _Assignments(cst.CSTVisitor):
                 self._bind(parts[0].value, None)
                 self._bind_loop(parts[1].value, it.args[0].value)
                 return
-        if isinstance(target, cst.Name) and call not in ("zip", "enumerate", "range"):
-            self.loops.setdefault(target.value, []).append(it)
+        if call not in ("zip", "enumerate", "range"):
+            if isinstance(target, cst.Name):
+                self.loops.setdefault(target.value, []).append(it)
+            elif parts is not None and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in parts):
+                for e in parts:  # `for h, w in spatial_shapes`: a tensor's rows unpacked are tensors too
+                    self.loops.setdefault(e.value.value, []).append(it)
         self._bind(target, None)
 
     def visit_With(self, node: cst.With) -> None:

@@ -24,7 +24,8 @@ class TensorAsSizeRule(base.GraphMendRule):
     ## What it does
     Finds tensors used where Python needs an integer, in code that runs under `torch.compile`:
     slice bounds (`x[:n]` with `n = mask.sum()`), 0-d integer tensors used as an index
-    (`x[i]` with `i = torch.argmax(scores)`: effdet's soft-NMS) and 0-d tensors passed as sizes or offsets to
+    (`x[i]` with `i = torch.argmax(scores)`: effdet's soft-NMS) and tensors passed as sizes or offsets (one
+    element each, or eager raises; `for h, w in spatial_shapes` unpacks a tensor's rows into tensors) to
     `view`, `reshape`, `expand`, `repeat` (lavis's `h.repeat(n, 1)`), `new_zeros`/`new_ones`/`new_empty`, `narrow`,
     `torch.zeros`/`ones`/`empty`, as the count of a list repetition (`[h] * n`), and as `F.one_hot`'s `num_classes` (mixture-of-experts'
     `F.one_hot(indexes, max(indexes.max() + 2, n))`; `capture_scalar_outputs` does not remove that
@@ -161,10 +162,19 @@ class TensorAsSizeRule(base.GraphMendRule):
             v = X.value(self, node, arg.value)
             if v is None:
                 return
-            if v.is_tensor and v.zero_dim or self._max_of_a_tensor(node, arg.value):
+            if v.is_tensor and (v.zero_dim or not self._bare_parameter(node, arg.value)) \
+                    or self._max_of_a_tensor(node, arg.value):  # a tensor there must have one element
                 message = self.CLASSES_MESSAGE if keyword is not None else self.SIZE_MESSAGE.format(name=name)
                 self.report(node, message, at=arg.value)
                 return
+
+    def _bare_parameter(self, node: cst.Call, e: cst.BaseExpression) -> bool:
+        """A parameter never rebound, a tensor only by its annotation, which a size often gets wrong
+        (transformers 4.44 mixtral's `num_experts: torch.Tensor = None` is an int): 0-d or not reported."""
+        if not isinstance(e, cst.Name):
+            return False
+        facts = self.facts.function(self.compiled_function(node))
+        return e.value in facts.params and e.value not in facts.assigned
 
     def _max_of_a_tensor(self, node: cst.Call, e: cst.BaseExpression) -> bool:
         """`max(idx.max() + 1, n)` / `min(...)`: a 0-d tensor among the arguments, which Dynamo
