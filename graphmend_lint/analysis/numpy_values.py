@@ -87,6 +87,17 @@ def breaking_call(q: str | None) -> str | None:
     return None
 
 
+def _to_python(b, node: cst.CSTNode) -> bool:
+    """`v.item()`, `v.tolist()`, `int(v)`/`float(v)`/`bool(v)`: the value read is a Python one (Dynamo
+    breaks at the call, where a NumPy `v` is traced, and resumes with its result)."""
+    if not isinstance(node, cst.Call):
+        return False
+    f = node.func
+    if isinstance(f, cst.Attribute):
+        return f.attr.value in ("item", "tolist") and not node.args
+    return isinstance(f, cst.Name) and f.value in ("int", "float", "bool") and b.qualify(f) is None
+
+
 def compile_branch(b, node: cst.IfExp) -> bool:
     """`a if torch.compiler.is_compiling() and ... else b`: the form a fix writes; under compile `a`."""
     from . import context  # noqa: PLC0415 (context imports this package's modules)
@@ -111,6 +122,8 @@ def _walk(mf, func, node, out, seen, depth) -> None:
     b = mf.bindings
     if isinstance(node, cst.Call) and _python_value(b.qualify(node.func)):
         return  # `np.issubdtype(a.dtype, ...)`, `np.ndim(a)`: not a NumPy value, whatever `a` is
+    if _to_python(b, node):
+        return  # `np.prod(ms).item()`, `int(np.lcm(a, b))`: a Python number after the call (its own break)
     if numpy_call(b, node) is not None:
         if (func, node) not in seen:
             seen.add((func, node))

@@ -4,6 +4,7 @@ import libcst as cst
 from fixit import Invalid, Valid
 from libcst.metadata import PositionProvider
 
+from .. import fastwalk
 from ..analysis import context
 from ..analysis import numpy_values as NV
 from ..fixes import NoFix, numpy_math
@@ -75,7 +76,11 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
 
     ## When no fix is offered
     Other NumPy functions, arguments that are not names, attributes or numbers (they would be
-    evaluated twice), keyword arguments.
+    evaluated twice), keyword arguments, a value that is also used as a NumPy object (an attribute
+    read or an index on it or on the local name it is assigned to: `math.prod(ms)` has no `.astype`).
+    A value turned into a Python number first (`np.prod(ms).item()`, `int(np.lcm(a, b))`) is not
+    followed: Dynamo breaks at that call (GM901, or this rule's conversion) and the test after it
+    reads a Python number.
     """
 
     CODE = "GM915"
@@ -155,8 +160,10 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
             return
         holder, call = found[0]
         outcome = None
-        for _, c in found:
+        for h, c in found:
             got = numpy_math.fix(self, c, NV.numpy_call(self.facts.bindings, c))
+            if not isinstance(got, NoFix) and self._object_use(h, c):
+                got = NoFix("the NumPy value is also used as an object (an attribute, an index), which a Python number is not")
             if not isinstance(got, NoFix):
                 outcome, call = got, c
                 break
@@ -165,6 +172,23 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
         head = self.MESSAGE.format(what=what, call=f"{self.facts.bindings.qualify(call.func).replace('numpy.', 'np.')}(...)",
                                    line=line)
         self.report_fix(node, head, outcome, at=expr)
+
+    def _object_use(self, holder: cst.FunctionDef, call: cst.Call) -> bool:
+        """The value of `call` (through arithmetic, or a local name it is assigned to) has an attribute
+        read or is indexed: `math.prod(ms)` is an int, and `numpy.prod(ms).item()` would fail while
+        tracing (pykeen's `check_factors`: Dynamo gave up on the whole frame)."""
+        node, up = call, self.parent(call)
+        while isinstance(up, (cst.BinaryOperation, cst.UnaryOperation)):
+            node, up = up, self.parent(up)
+        if isinstance(up, (cst.Attribute, cst.Subscript)) and up.value is node:
+            return True
+        if not (isinstance(up, cst.Assign) and node is up.value or isinstance(up, cst.AnnAssign) and node is up.value):
+            return False
+        targets = [t.target for t in up.targets] if isinstance(up, cst.Assign) else [up.target]
+        names = {t.value for t in targets if isinstance(t, cst.Name)}
+        walk = _Receivers()
+        fastwalk.visit(holder, walk)
+        return any(isinstance(r.value, cst.Name) and r.value.value in names for r in walk.found)
 
     def _may_reach(self, func: cst.FunctionDef, read: cst.CSTNode, source: tuple) -> bool:
         """A NumPy call of this function written after the read, with no loop around the read, cannot
@@ -207,3 +231,17 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
             return False
         found = NV.sources(self.facts, func, expr)
         return bool(found) and all(self.facts.bindings.qualify(c.func) in INTEGER_RESULTS for _, c in found)
+
+
+
+class _Receivers(cst.CSTVisitor):
+    """Every attribute read and subscript below a node (their `.value` is the object used)."""
+
+    def __init__(self) -> None:
+        self.found: list[cst.Attribute | cst.Subscript] = []
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.found.append(node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self.found.append(node)
