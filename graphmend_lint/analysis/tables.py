@@ -174,6 +174,10 @@ TENSOR_METHODS = {"view", "reshape", "transpose", "permute", "squeeze", "unsquee
                   "half", "double", "bfloat16", "int", "long", "bool", "to", "type_as", "expand",
                   "expand_as", "repeat", "matmul", "softmax", "masked_select", "nonzero", "unique",
                   "gather", "index_select", "cumsum", "t", "mT", "T", "mean", "cpu", "cuda", "diff"}
+# Functions and methods that return a tuple of tensors: `x_min, x_max = torch.aminmax(x)` unpacks tensors
+# (torchao's observers; each measured to break on `if x_min > 0:`). Read only where unpacked.
+TUPLE_RESULTS = {"aminmax", "var_mean", "std_mean", "kthvalue", "mode", "frexp", "cummax", "cummin", "chunk",
+                 "split", "tensor_split", "unbind", "sort", "topk", "slogdet", "eigh", "qr"}
 # Methods that keep the dtype (shape and layout changes, moves): a bool mask stays a bool mask.
 SHAPE_METHODS = {"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "expand",
                  "expand_as", "repeat", "t", "contiguous", "clone", "detach", "cpu", "cuda", "flip", "roll",

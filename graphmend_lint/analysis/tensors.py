@@ -318,8 +318,18 @@ class FunctionFacts:
         """What a loop over `it` binds: a tensor's elements are tensors (`for start in ptr:`)."""
         inner = self.value(it, depth + 1)
         if id(it) in self._unpacked:  # `values, indices = t.max(dim=1)`: dtypes of their own
-            return tensor() if inner.is_tensor else UNKNOWN
+            return tensor() if inner.is_tensor or self._tuple_of_tensors(it, depth) else UNKNOWN
         return tensor(dtype=inner.dtype) if inner.is_tensor else UNKNOWN
+
+    def _tuple_of_tensors(self, it: cst.BaseExpression, depth: int) -> bool:
+        """`torch.aminmax(x)`, `x.chunk(2)`, `torch.linalg.slogdet(a)`: a tuple whose items are tensors."""
+        if not isinstance(it, cst.Call):
+            return False
+        q = self.b.qualify(it.func)
+        if q is not None:
+            return q.startswith("torch.") and q.rsplit(".", 1)[-1] in T.TUPLE_RESULTS
+        return isinstance(it.func, cst.Attribute) and it.func.attr.value in T.TUPLE_RESULTS \
+            and self.value(it.func.value, depth + 1).is_tensor
 
     def _param(self, name: str) -> Value:
         ann = self.params[name].annotation
