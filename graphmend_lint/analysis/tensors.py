@@ -264,25 +264,28 @@ class FunctionFacts:
         return UNKNOWN
 
     def _early_reads(self) -> set[cst.Name]:
-        """Reads of a parameter that nothing can have rebound yet: in the test of an `if` that is a
-        statement of the function's own body, when every binding of the name lies in a later
-        statement or in that `if`'s branches (espnet's `if inverse_power: inverse_power = 1 / ...`,
+        """Reads of a parameter that nothing can have rebound yet: in the test of an `if`, or of a
+        conditional expression in an assignment, that is a statement of the function's own body, when
+        every binding of the name lies in a later statement, in that `if`'s branches or in that
+        assignment's targets (espnet's `if inverse_power: inverse_power = 1 / ...`,
         where `inverse_power: bool`). Flow-insensitive, the name would join the parameter with the
         tensors assigned after the test."""
         got = self.__dict__.get("_early")
         if got is None:
             got = self._early = set()
-            names = {n for n in self.params if n in self.assigned and n not in self.shadowed}
+            names = {n for n in self.params if n in self.assigned}  # shadowed too: read by their own rebinding
             bound: set[str] = set()
             for stmt in self.func.body.body if names and isinstance(self.func.body, cst.IndentedBlock) else []:
-                if isinstance(stmt, cst.If):
-                    reads = _Reads()
-                    fastwalk.visit(stmt.test, reads)
-                    before = bound | reads.bound
-                    got.update(n for n in reads.names if n.value in names and n.value not in before)
-                walk = _Assignments(None)
-                fastwalk.visit(stmt, walk)
-                bound |= set(walk.values)
+                parts = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
+                for part in parts:
+                    for read in _tests_first(part):
+                        reads = _Reads()
+                        fastwalk.visit(read, reads)
+                        before = bound | reads.bound
+                        got.update(n for n in reads.names if n.value in names and n.value not in before)
+                    walk = _Assignments(None)
+                    fastwalk.visit(part, walk)
+                    bound |= set(walk.values)
         return got
 
     def _bound_name(self, name: str, depth: int) -> Value:
@@ -659,6 +662,38 @@ def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
         fastwalk.visit(stmt, names)
         read |= names.seen & params
     return out
+
+
+def _tests_first(stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    """The tests `stmt` runs before it binds anything: an `if`'s, or those of the conditional
+    expressions in an assignment's value (`bias = torch.zeros(n) if bias else None` tests the
+    parameter). Only tests: the values a rebinding passes on keep the flow-insensitive join."""
+    if isinstance(stmt, cst.If):
+        return [stmt.test]
+    value = stmt.value if isinstance(stmt, (cst.Assign, cst.AnnAssign, cst.Expr, cst.Return)) else None
+    if value is None:
+        return []
+    walk = _IfExpTests()
+    fastwalk.visit(value, walk)
+    return walk.tests
+
+
+class _IfExpTests(cst.CSTVisitor):
+    """The tests of the conditional expressions below a node, not in lambdas or comprehensions."""
+
+    def __init__(self) -> None:
+        self.tests: list[cst.BaseExpression] = []
+
+    def visit_IfExp(self, n: cst.IfExp) -> None:
+        self.tests.append(n.test)
+
+    def visit_Lambda(self, n: cst.Lambda) -> bool:
+        return False
+
+    def visit_ListComp(self, n) -> bool:
+        return False
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
 
 
 class _Reads(ReadNames):
