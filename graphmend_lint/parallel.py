@@ -345,7 +345,12 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
         known = {p: summ for p, summ in summaries.items() if summ is not None or p in done}
         reader = _Reader(cache, known, pdata, digests)
         up_front = {m: (p, summaries[p]) for m, p in run.items() if m in rooted and summaries[p] is not None}
-        index = project.ProjectIndex(run, up_front, roots, reader, s.module_bases, s.compiled_functions)
+        others = {m: p for m, p in run.items() if m not in rooted}
+
+        def grep(pattern) -> list[str]:  # the files not read up front that may hold overrides
+            return [m for m, p in others.items() if pattern.search(pdata[p])]
+
+        index = project.ProjectIndex(run, up_front, roots, reader, s.module_bases, s.compiled_functions, grep)
         state = (index, reader, {p: m for m, p in run.items()})
         _indexes.clear()  # one project at a time
         _indexes[key] = state

@@ -341,6 +341,54 @@ def test_methods_of_a_helper_object_and_overrides_run_compiled(tmp_path):
     assert sorted((f.line, f.code) for f in alone) == got["model.py"]
 
 
+def test_overrides_in_other_files_run_compiled(tmp_path):
+    """Audits (pytorch-metric-learning, pykeen): the base's forward calls `self.compute_loss()`, and
+    each loss defines it in a file of its own that has no forward; the override, and what it calls in
+    a third file, run compiled. The answer is the project's: the loss file linted alone says the same,
+    and a subclass that does not override it, or a method nothing calls on `self`, reports nothing."""
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/base.py": """
+            from torch import nn
+
+
+            class BaseLoss(nn.Module):
+                def compute_loss(self, x):
+                    raise NotImplementedError
+
+                def forward(self, x):
+                    return self.compute_loss(x)
+            """,
+        "pkg/utils.py": """
+            def pick(x):
+                print("pick")
+                return x
+            """,
+        "pkg/nca.py": """
+            from .base import BaseLoss
+            from .utils import pick
+
+
+            class NCALoss(BaseLoss):
+                def compute_loss(self, x):
+                    print("nca")
+                    return pick(x)
+
+                def describe(self):
+                    print("never compiled")
+
+
+            class Plain(BaseLoss):
+                pass
+            """,
+    })
+    got = lint(paths)
+    assert got["nca.py"] == [(8, "GM201")]
+    assert got["utils.py"] == [(3, "GM201")]
+    assert lint([paths[-1]])["nca.py"] == got["nca.py"]
+    assert lint([paths[2]])["utils.py"] == got["utils.py"]
+
+
 def test_names_a_star_import_brings_from_the_modules_own_imports(tmp_path):
     """tsai: `from ..imports import *` gives every model file `nn` (`import torch.nn as nn` in
     imports.py): `class ECELoss(nn.Module)` is a module and its forward compiled (the audit's 143

@@ -31,6 +31,7 @@ import ast
 import fnmatch
 import functools
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -38,7 +39,7 @@ from pathlib import Path
 from . import summary as summary_mod
 from .external import FileFacts
 from .tables import (AUTOGRAD_FUNCTION, COMPILE_FUNCS, DISABLE_FUNCS, IS_COMPILING, IS_COMPILING_NAMES,
-                     MODULE_BASE_SUFFIXES, NOT_COMPILING)
+                     MODULE_BASE_SUFFIXES, NOT_COMPILING, OPAQUE_FUNCS)
 
 MAX_DEPTH = 30  # longest chain of re-exports / bases followed
 
@@ -86,13 +87,16 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
 
 class ProjectIndex:
     """`run`: module name -> path of the run's files; `summaries`: those already read (the files that
-    may hold roots); `read(path)` -> summary for any other file (the caller caches it).
+    may hold roots); `read(path)` -> summary for any other file (the caller caches it); `grep`: see
+    `_overrides`.
     `module_bases` / `compiled_functions`: settings patterns."""
 
     def __init__(self, run: dict[str, Path], summaries: dict[str, tuple[Path, dict | None]], roots: list[Path],
-                 read, module_bases: tuple[str, ...] = (), compiled_functions: tuple[str, ...] = ()) -> None:
+                 read, module_bases: tuple[str, ...] = (), compiled_functions: tuple[str, ...] = (),
+                 grep=None) -> None:
         self.run = run
         self.read = read
+        self.grep = grep  # (bytes pattern) -> the run's modules not read up front whose text matches it
         self.module_bases = module_bases
         self.compiled_functions = compiled_functions
         self.project_roots = [r.resolve() for r in roots]
@@ -113,6 +117,9 @@ class ProjectIndex:
         self._entries: set[tuple[str, str]] = set()  # the roots that are compiled: frames Dynamo enters
         self._wrapped: set[tuple[str, str]] = set()  # decorators whose wrappers run compiled
         self._by_module: dict[str, set[str]] | None = None
+        self._ancestors_memo: dict[tuple[str, str], frozenset[tuple[str, str]]] = {}
+        self._grepped: set[str] = set()  # method names looked for in the files not read up front
+        self._grep_hits: list[str] = []  # those files' modules that define one
         self._wrapped_by_module: dict[str, set[str]] = {}
         self._entries_by_module: dict[str, set[str]] = {}
         self._copies: dict[str, tuple] = {}  # generated files: a source module's renames and class modules
@@ -336,9 +343,9 @@ class ProjectIndex:
         s = self.module(mod)
         return s["defs"].get(qn) if s else None
 
-    def _disabled(self, mod: str, qn: str) -> bool:
+    def _disabled(self, mod: str, qn: str, kinds: frozenset[str] | set[str] = DISABLE_FUNCS) -> bool:
         info = self._info(mod, qn)
-        return info is not None and any(self.qualify(mod, d) in DISABLE_FUNCS for d in info["deco"])
+        return info is not None and any(self.qualify(mod, d) in kinds for d in info["deco"])
 
     def callee(self, mod: str, qn: str, call: str) -> tuple[str, str] | None:
         cls = qn.split(".")[0] if "." in qn else None
@@ -421,32 +428,78 @@ class ProjectIndex:
         if self._compiled is None:
             seen: set[tuple[str, str]] = set()
             roots = self._roots()
+            on_self: dict[tuple[str, str], set[str]] = {}  # (module, class) -> m of `self.m()` in its compiled methods
             todo = list(roots)
             while todo:
-                mod, qn = item = todo.pop()
-                if item in seen or self._disabled(mod, qn) or not self.traversable(mod):
-                    continue
-                seen.add(item)
-                info = self._info(mod, qn)
-                cond = info.get("cond", {}) if info else {}
-                for call in info["calls"] if info else []:
-                    if call in cond and all(self._never_call(mod, g) for g in cond[call]):
-                        continue  # only under `if torchvision._is_tracing():`, never true under compile
-                    t = self.callee(mod, qn, call)
-                    if t is not None and t not in seen:
-                        todo.append(t)
-                for d in info["deco"] if info else []:
-                    t = self.callee(mod, qn, d)
-                    w = self._info(*t) if t is not None else None
-                    if w is not None and w.get("wraps") and t not in self._wrapped:
-                        self._wrapped.add(t)  # its wrapper, not its body, runs compiled
-                        for call in w["calls"]:
-                            c = self.callee(t[0], t[1], call)
-                            if c is not None and c not in seen:
-                                todo.append(c)
+                self._traverse(todo, seen, on_self)
+                todo = [o for o in self._overrides(on_self) if o not in seen]
             self._compiled = seen
             self._entries = roots & seen
         return self._compiled
+
+    def _traverse(self, todo: list[tuple[str, str]], seen: set[tuple[str, str]],
+                  on_self: dict[tuple[str, str], set[str]]) -> None:
+        while todo:
+            mod, qn = item = todo.pop()
+            if item in seen or self._disabled(mod, qn, DISABLE_FUNCS | OPAQUE_FUNCS) or not self.traversable(mod):
+                continue
+            seen.add(item)
+            info = self._info(mod, qn)
+            cond = info.get("cond", {}) if info else {}
+            for call in info["calls"] if info else []:
+                if call in cond and all(self._never_call(mod, g) for g in cond[call]):
+                    continue  # only under `if torchvision._is_tracing():`, never true under compile
+                head, _, rest = call.partition(".")
+                if head == "self" and rest and "." not in rest and "." in qn:
+                    on_self.setdefault((mod, qn.split(".")[0]), set()).add(rest)
+                t = self.callee(mod, qn, call)
+                if t is not None and t not in seen:
+                    todo.append(t)
+            for d in info["deco"] if info else []:
+                t = self.callee(mod, qn, d)
+                w = self._info(*t) if t is not None else None
+                if w is not None and w.get("wraps") and t not in self._wrapped:
+                    self._wrapped.add(t)  # its wrapper, not its body, runs compiled
+                    for call in w["calls"]:
+                        c = self.callee(t[0], t[1], call)
+                        if c is not None and c not in seen:
+                            todo.append(c)
+
+    def _overrides(self, on_self: dict[tuple[str, str], set[str]]) -> list[tuple[str, str]]:
+        """Methods `m` of project classes whose base (in any module) calls `self.m()` in a compiled
+        method: on their instances theirs runs (pytorch-metric-learning's losses define `compute_loss`,
+        which `BaseMetricLossFunction.forward` calls, in files without a forward). Looked for in the
+        files read up front and in the other files of the run whose text defines such a name
+        (`grep`), so the answer is the project's, not the run's."""
+        names = set().union(*on_self.values()) if on_self else set()
+        new = names - self._grepped
+        if new and self.grep is not None:
+            self._grepped |= new
+            pattern = re.compile(rb"def\s+(?:" + b"|".join(re.escape(n.encode()) for n in sorted(new)) + rb")\s*\(")
+            self._grep_hits.extend(m for m in self.grep(pattern) if m not in self._grep_hits)
+        out = []
+        for mod in [*self.rooted, *self._grep_hits]:
+            s = self.module(mod)
+            for qn in s["defs"] if s else ():
+                cls, _, m = qn.partition(".")
+                if m in names and "." not in m and any(
+                        m in on_self.get(a, ()) for a in self._ancestors(mod, cls)):
+                    out.append((mod, qn))
+        return out
+
+    def _ancestors(self, mod: str, cls: str, depth: int = 0) -> frozenset[tuple[str, str]]:
+        """(module, class) of every project class `mod.cls` derives from, itself not included."""
+        key = (mod, cls)
+        got = self._ancestors_memo.get(key)
+        if got is None:
+            self._ancestors_memo[key] = frozenset()  # cycles
+            found: set[tuple[str, str]] = set()
+            if depth <= MAX_DEPTH:
+                for base in self._base_classes(mod, cls):
+                    found.add(base)
+                    found |= self._ancestors(*base, depth + 1)
+            got = self._ancestors_memo[key] = frozenset(found)
+        return got
 
     # -- guards --------------------------------------------------------------------
     def is_guard(self, mod: str, qn: str, depth: int = 0) -> bool:

@@ -18,7 +18,7 @@ from .. import fastwalk  # read-only walk without libcst's node rebuilding
 from . import external
 from .bindings import Bindings, dotted
 from .context import calls_below, compile_value, runs_only_in_eager
-from .tables import AUTOGRAD_FUNCTION, COMPILE_FUNCS, DISABLE_FUNCS, INIT_METHODS, MODULE_BASE_SUFFIXES
+from .tables import AUTOGRAD_FUNCTION, COMPILE_FUNCS, DISABLE_FUNCS, INIT_METHODS, MODULE_BASE_SUFFIXES, OPAQUE_FUNCS
 
 
 def is_wrapper(f: cst.FunctionDef) -> bool:
@@ -177,7 +177,7 @@ class CompiledScope:
         # `def _classes(): class Model(nn.Module): ...` (unsloth's longcat): their forward is an entry too
         self.nested_modules = {c for c in self.index.nested_classes
                                if any(self._is_module_base(a.value, self.module_classes) for a in c.bases)}
-        self.disabled = {f for f in idx.all_functions if self._decorated(f, DISABLE_FUNCS)}
+        self.disabled = {f for f in idx.all_functions if self._decorated(f, DISABLE_FUNCS | OPAQUE_FUNCS)}  # not traced
         self.roots, self.entries = self._roots()  # entries: the roots that are frames Dynamo enters
         self.compiled = self._closure(self.roots)
 
@@ -231,6 +231,8 @@ class CompiledScope:
         return out
 
     def _autograd_function(self, cls: cst.ClassDef) -> bool:
+        if any(_decorator_target(d, self.b) in OPAQUE_FUNCS for d in cls.decorators):
+            return False  # `@allow_in_graph class Fn(torch.autograd.Function)`: its methods are not traced
         return any(self.b.qualify(a.value) in AUTOGRAD_FUNCTION for c in self.class_bases(cls) for a in c.bases)
 
     def method(self, cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:

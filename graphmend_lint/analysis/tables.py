@@ -12,6 +12,9 @@ COMPILE_FUNCS = {"torch.compile", "torch._dynamo.optimize"}
 # `torch.jit.ignore` and `torch.jit.unused` are not among them: they matter to TorchScript only, Dynamo traces
 # such functions (measured: a tensor `if` in one breaks the graph).
 DISABLE_FUNCS = {"torch.compiler.disable", "torch._dynamo.disable"}
+# Decorators that put calls of a function in the graph as they are: Dynamo does not trace its body
+# (torchao's float8 casts; a `print` there is no break). Not compiled code, and no break to report.
+OPAQUE_FUNCS = {"torch._dynamo.allow_in_graph", "torch.compiler.allow_in_graph"}
 # `MyFunction.apply(x)` in compiled code: Dynamo traces the class's `forward` (torch 2.13).
 AUTOGRAD_FUNCTION = {"torch.autograd.Function", "torch.autograd.function.Function"}
 # Bases from other files that are nn.Modules by convention (transformers' PreTrainedModel family).
