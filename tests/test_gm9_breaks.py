@@ -31,7 +31,7 @@ CONFIG = {
     "GM911": ({**SCALARS, **SHAPES}, False), "GM913": ({**SCALARS, **SHAPES}, False), "GM914": ({**SCALARS, **SHAPES}, False),
     "GM916": ({**SCALARS, **SHAPES}, False), "GM917": ({**SCALARS, **SHAPES}, False),
     "GM919": ({"allow_rnn": True}, True), "GM920": ({**SCALARS, **SHAPES}, False),
-    "GM921": ({**SCALARS, **SHAPES}, False),
+    "GM921": ({**SCALARS, **SHAPES}, False), "GM922": ({"trace_autograd_ops": True}, True),
 }
 
 
@@ -103,3 +103,17 @@ def test_config_named_in_the_page(case):
     if "CONFIG_KEEPS_BREAKS = True" in case.read_text(encoding="utf-8"):  # the finding's message says so
         removes = False
     assert bool(_breaks_here(case, config)) is not removes
+
+
+def test_requires_grad_method_breaks_with_gradients_on():
+    """GM916's `.requires_grad_(True)` breaks only with gradients on (measured on torch 2.13), which the
+    fixtures' break test (under no_grad) does not see: the same check, in grad mode."""
+    case = FIXTURES / "GM916" / "invalid_requires_grad_method.py"
+    module = load(case, "gm9_requires_grad_method")
+    fn, inputs = module.make_training()
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="eager")
+    breaks = coverage.capture_breaks(lambda: [compiled(*args) for args in inputs])
+    torch._dynamo.reset()
+    findings = engine.check(case.read_bytes(), Settings()).findings
+    assert {b.line_in(str(case)) for b in breaks} - {None} == {f.line for f in findings} == {12}

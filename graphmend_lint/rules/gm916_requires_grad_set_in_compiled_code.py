@@ -12,12 +12,17 @@ UNSAFE = ("unsafe fix: under torch.compile the tensor then does not require grad
           "alone does not either, and a reentrant `torch.utils.checkpoint` whose only grad-requiring input "
           "it was computes no parameter gradients")
 TITLE = "set it only in eager: guard it with `not torch.compiler.is_compiling()`"
+# Tensor factories: one made with `requires_grad=True` in compiled code breaks the graph.
+FACTORIES = tables.NEW_OBJECT_FUNCS | tables.CONSTRUCTORS
 
 
 class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
     """
     ## What it does
-    Finds assignments to a tensor's `requires_grad` (`hidden_states.requires_grad = True`) in code
+    Finds assignments to a tensor's `requires_grad` (`hidden_states.requires_grad = True`), and calls of
+    `.requires_grad_()`/`.requires_grad_(True)` on a tensor (a gradient penalty's
+    `x.detach().requires_grad_(True)`) and tensors made with `requires_grad=True` (fairscale's
+    checkpoint wrapper: `torch.tensor([], requires_grad=True)`), both reported without a fix, in code
     that runs under `torch.compile`. Transformers' audio encoders (wav2vec2, hubert, speecht5, sew,
     unispeech) and the T5 family do it so that gradient checkpointing sees an input that needs grad.
 
@@ -50,7 +55,8 @@ class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
     and the layers after it have parameters that require grad (transformers' default).
 
     ## When no fix is offered
-    When the tensor is not a local name (`self.weights.requires_grad = False` on a parameter the
+    A `.requires_grad_()` call (the tensor it returns is used), a tensor made with
+    `requires_grad=True`. When the tensor is not a local name (`self.weights.requires_grad = False` on a parameter the
     call creates: the flag outlives the call) or not one that a statement before it makes anew
     (an argument of the call, or `h = x.to(...)`, which may return `x` itself), when the value is
     not `True`, when the assignment
@@ -63,6 +69,11 @@ class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
     FIX = "unsafe"
     MESSAGE = ("setting `{target}.requires_grad` in compiled code breaks the graph (GB0206); "
                "set it outside the compiled code, or only in eager")
+    FACTORY_MESSAGE = ("a tensor made with `requires_grad=True` in compiled code breaks the graph (\"Attempted "
+                       "to use tensor creation function with requires_grad=True\"; also under no_grad, measured "
+                       "on torch 2.13); make it outside the compiled code")
+    METHOD_MESSAGE = ("`.requires_grad_()` in compiled code breaks the graph (GB8985; no config removes it, "
+                      "measured on torch 2.13); make the tensor that needs grad outside the compiled code")
 
     VALID = [
         Valid(
@@ -117,6 +128,24 @@ class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
             fix = Fix(build.guard_statement(line, spelled), applicability=base.Safety.UNSAFE, title=TITLE,
                       needs_torch_import=needs_import, node=line)
             self.report(node, f"{message}; {UNSAFE}", fix=fix, at=attr)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """`h.detach().requires_grad_(True)` / `h.requires_grad_()`: the same break (GB8985), no fix
+        (`requires_grad_(False)` does not break: measured). A module attribute's (`self.encoder.
+        requires_grad_(...)`) may be a module's, which sets its parameters' flags: not reported."""
+        if any(a.keyword is not None and a.keyword.value == "requires_grad" and isinstance(a.value, cst.Name)
+               and a.value.value == "True" for a in node.args) and X.qualified(self, node.func) in FACTORIES \
+                and self.compiled_function(node) is not None:
+            self.report(node, self.FACTORY_MESSAGE)  # fairscale's `torch.tensor([], requires_grad=True)`
+            return
+        attr = X.method_call(node, "requires_grad_")
+        if attr is None or len(node.args) > 1 or node.args and (
+                node.args[0].star or not (isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "True")):
+            return
+        name = X.dotted(attr.value)
+        if name is not None and (name == "self" or name.startswith("self.")) or X.value(self, node, attr.value) is None:
+            return
+        self.report(node, self.METHOD_MESSAGE, at=attr.attr)
 
     def _refusal(self, node: cst.Assign) -> str | None:
         if len(node.targets) != 1:
