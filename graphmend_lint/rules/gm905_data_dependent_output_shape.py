@@ -7,7 +7,7 @@ from ..analysis import context
 from ..analysis import explain as X
 from . import base
 
-DYNAMIC_FUNCS = {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
+DYNAMIC_FUNCS = {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount"}
 
 
 class DataDependentOutputShapeRule(base.GraphMendRule):
@@ -15,7 +15,8 @@ class DataDependentOutputShapeRule(base.GraphMendRule):
     ## What it does
     Finds operators whose output shape depends on tensor values, in code that runs under
     `torch.compile`: `nonzero`, `argwhere`, one-argument `torch.where(cond)`, `masked_select`,
-    `unique`, `unique_consecutive`, and indexing with a boolean mask (`x[x > 0]`, also
+    `unique`, `unique_consecutive`, `bincount` (also with `minlength`: torchao's histogram observer),
+    and indexing with a boolean mask (`x[x > 0]`, also
     `x[mask] += 1`, which reads `x[mask]` first; an assignment such as `x[mask] = 0` keeps the shape
     and is not reported).
 
