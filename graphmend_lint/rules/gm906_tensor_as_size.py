@@ -23,7 +23,7 @@ class TensorAsSizeRule(base.GraphMendRule):
     """
     ## What it does
     Finds tensors used where Python needs an integer, in code that runs under `torch.compile`:
-    slice bounds (`x[:n]` with `n = mask.sum()`), 0-d integer tensors used as an index
+    slice bounds (`x[:n]` with `n = mask.sum()`, also `x[slice(ptr[i], ptr[i + 1])]`), 0-d integer tensors used as an index
     (`x[i]` with `i = torch.argmax(scores)`: effdet's soft-NMS) and tensors passed as sizes or offsets (one
     element each, or eager raises; `for h, w in spatial_shapes` unpacks a tensor's rows into tensors) to
     `view`, `reshape`, `expand`, `repeat` (lavis's `h.repeat(n, 1)`), `new_zeros`/`new_ones`/`new_empty`, `narrow`,
@@ -147,6 +147,13 @@ class TensorAsSizeRule(base.GraphMendRule):
                 return
 
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "slice" and X.qualified(self, node.func) is None:
+            for arg in node.args:  # `x[slice(ptr[i], ptr[i + 1])]` (neuralop's segment_csr): slice bounds too
+                v = X.value(self, node, arg.value) if not arg.star and _may_be_tensor(arg.value) else None
+                if v is not None and v.is_tensor:
+                    self.report(node, self.MESSAGE, at=arg.value)
+                    return
+            return
         q = X.qualified(self, node.func)
         skip = SIZE_FUNCS.get(q) if q is not None else None
         name = q
