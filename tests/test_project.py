@@ -389,6 +389,81 @@ def test_overrides_in_other_files_run_compiled(tmp_path):
     assert lint([paths[2]])["utils.py"] == got["utils.py"]
 
 
+def test_a_function_bound_by_partial_in_init_runs_compiled(tmp_path):
+    """Audit (piq): `self.mdsi = functools.partial(mdsi, ...)` in `__init__` and `self.mdsi(x, y)` in
+    forward: `mdsi` (here in another file) and what it calls run compiled."""
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/functional.py": """
+            def mdsi(x, y, c=1.0):
+                print("mdsi")
+                return x - y
+            """,
+        "pkg/losses.py": """
+            import functools
+
+            from torch import nn
+
+            from .functional import mdsi
+
+
+            class MDSILoss(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mdsi = functools.partial(mdsi, c=2.0)
+
+                def forward(self, x, y):
+                    return self.mdsi(x, y)
+            """,
+    })
+    assert lint(paths)["functional.py"] == [(3, "GM201")]
+    assert lint([paths[1]])["functional.py"] == [(3, "GM201")]
+
+
+def test_init_of_a_class_made_in_compiled_code_runs_compiled(tmp_path):
+    """Audit (zuko): a forward that makes `Coupling(mask)` runs `Coupling.__init__` compiled (Dynamo
+    traces it), in the same file or another; a module class made there is not followed."""
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/tr.py": """
+            from torch import nn
+
+
+            class Coupling:
+                def __init__(self, mask):
+                    print("coupling")
+                    self.mask = mask
+
+
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    print("a module made in forward: not followed")
+            """,
+        "pkg/flow.py": """
+            from torch import nn
+
+            from .tr import Coupling, Head
+
+
+            class Local:
+                def __init__(self, x):
+                    print("local")
+
+
+            class Flow(nn.Module):
+                def forward(self, x, mask):
+                    Coupling(mask)
+                    Local(x)
+                    Head()
+                    return x
+            """,
+    })
+    got = lint(paths)
+    assert got["tr.py"] == [(7, "GM201")]
+    assert got["flow.py"] == [(9, "GM201")]
+
+
 def test_names_a_star_import_brings_from_the_modules_own_imports(tmp_path):
     """tsai: `from ..imports import *` gives every model file `nn` (`import torch.nn as nn` in
     imports.py): `class ECELoss(nn.Module)` is a module and its forward compiled (the audit's 143

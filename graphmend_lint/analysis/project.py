@@ -361,6 +361,8 @@ class ProjectIndex:
             return self.method(mod, cls, rest, skip_self=True)
         q = self.qualify(mod, call)
         r = self.lookup(q) if q and self.in_project(q) else None  # installed packages: not followed
+        if r is not None and r[0] == "class" and not self.is_module_class(r[1], r[2]):
+            return self.method(r[1], r[2], "__init__")  # `Coupling(mask)`: Dynamo traces its __init__ (zuko)
         return (r[1], r[2]) if r is not None and r[0] == "def" else None
 
     def _attr_method(self, mod: str, cls: str, attr: str, name: str, depth: int = 0) -> tuple[str, str] | None:
@@ -380,6 +382,17 @@ class ProjectIndex:
                     return found
             return None
         for one in ctor.split("|"):  # several: the first class of the project that has the method
+            if one.startswith("=self.") and name == "__call__":  # `self.fn = self.forward_once`
+                found = self.method(mod, cls, one[6:])
+                if found is not None:
+                    return found
+                continue
+            if one.startswith("="):  # `functools.partial(f, ...)`: calling it calls `f`
+                q = self.qualify(mod, one[1:]) if name == "__call__" else None
+                r = self.lookup(q) if q and self.in_project(q) else None
+                if r is not None and r[0] == "def":
+                    return r[1], r[2]
+                continue
             q = self.qualify(mod, one)
             r = self.lookup(q) if q and self.in_project(q) else None
             found = self.method(r[1], r[2], name) if r is not None and r[0] == "class" else None
@@ -455,6 +468,10 @@ class ProjectIndex:
                 t = self.callee(mod, qn, call)
                 if t is not None and t not in seen:
                     todo.append(t)
+                if t is not None and call.endswith(".apply") and t[1].endswith(".forward"):
+                    back = (t[0], t[1][:-len("forward")] + "backward")  # Dynamo traces an autograd.Function's backward too
+                    if self._info(*back) is not None and back not in seen:
+                        todo.append(back)
             for d in info["deco"] if info else []:
                 t = self.callee(mod, qn, d)
                 w = self._info(*t) if t is not None else None

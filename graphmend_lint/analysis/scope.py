@@ -27,9 +27,10 @@ def is_wrapper(f: cst.FunctionDef) -> bool:
                for d in f.decorators)
 
 
-def _attr_ctors(init: cst.FunctionDef) -> dict[str, set[str]]:
+def _attr_ctors(init: cst.FunctionDef, b: Bindings) -> dict[str, set[str]]:
     """attr -> the constructors `init` binds `self.<attr>` to (`self.attr = Ctor(...)`, also through
-    a local name: `head = FCOSHead(...)` then `self.head = head`), as written (summary's attrs)."""
+    a local name: `head = FCOSHead(...)` then `self.head = head`), as written (summary's attrs);
+    "=f" for `functools.partial(f, ...)`."""
     local: dict[str, set[str]] = {}
     stored: list[tuple[str, cst.BaseExpression]] = []
     todo: list = [init.body]
@@ -59,10 +60,18 @@ def _attr_ctors(init: cst.FunctionDef) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for attr, value in stored:
         got = found.setdefault(attr, set())
-        if isinstance(value, cst.Call) and dotted(value.func):
+        if isinstance(value, cst.Call) and value.args and dotted(value.args[0].value) \
+                and b.qualify(value.func) == "functools.partial":
+            got.add("=" + dotted(value.args[0].value))  # type: ignore[operator]
+        elif isinstance(value, cst.Call) and dotted(value.func):
             got.add(dotted(value.func))  # type: ignore[arg-type]
         elif isinstance(value, cst.Name):
             got |= local.get(value.value, set())
+        else:  # `self.forward_fn = self.forward_once` (or `self.a if c else self.b`): the methods
+            parts = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+            names = [dotted(p) for p in parts]
+            if all(n and n.startswith("self.") and n.count(".") == 1 for n in names):
+                got |= {f"={n}" for n in names}  # type: ignore[misc]
     return found
 
 
@@ -264,11 +273,16 @@ class CompiledScope:
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value in INIT_METHODS:
                     got = self._ctor_maps.get(stmt)
                     if got is None:
-                        got = self._ctor_maps[stmt] = _attr_ctors(stmt)
+                        got = self._ctor_maps[stmt] = _attr_ctors(stmt, self.b)
                     ctors.update(got.get(attr, ()))
             if ctors:
                 for ctor in sorted(ctors):  # several: the first class of the file that has the method
-                    m = self.method(self.index.classes[ctor], name) if ctor in self.index.classes else None
+                    if ctor.startswith("=self."):  # `self.fn = self.forward_once`: the method
+                        m = self.method(cls, ctor[6:]) if name == "__call__" else None
+                    elif ctor.startswith("="):  # `functools.partial(f, ...)`: calling it calls `f`
+                        m = self.index.functions.get(ctor[1:]) if name == "__call__" else None
+                    else:
+                        m = self.method(self.index.classes[ctor], name) if ctor in self.index.classes else None
                     if m is not None:
                         return m
                 return None
@@ -385,6 +399,10 @@ class CompiledScope:
                 out.extend(local)  # a def nested beside `f` (a wrapper's helpers)
             elif name in idx.functions:
                 out.append(idx.functions[name])
+            elif name in idx.classes and name not in self.module_classes:
+                m = self.method(idx.classes[name], "__init__")  # `Coupling(mask)`: Dynamo traces its __init__ (zuko)
+                if m is not None:
+                    out.append(m)
             elif owner is not None and name.startswith("self.") and name.count(".") == 1:
                 m = self.method(owner, name.split(".")[1])
                 if m is None:  # `self.fg_bg_sampler(labels)`: the object's __call__ (torchvision)
@@ -401,6 +419,9 @@ class CompiledScope:
                 m = self.method(cls, attr)
                 if m is None and attr == "apply" and self._autograd_function(cls):
                     m = self.method(cls, "forward")  # `MyFunction.apply(x)`: Dynamo traces its forward
+                    back = self.method(cls, "backward")  # and its backward (fairscale's mevo: a print there breaks)
+                    if back is not None:
+                        out.append(back)
                 if m is not None:
                     out.append(m)
         for attr in idx.iterated.get(f, []) if owner is not None else []:  # `for layer in self.layers:`

@@ -319,7 +319,8 @@ class _Summary:
     def attr_ctors(self, cls: str, init: ast.AST) -> None:
         """`self.x = Ctor(...)` in `__init__`: {"x": "Ctor"}, so that `self.x.m()` reaches `Ctor.m`
         (performer's `self.proj_updater.redraw_projections()`); an attribute bound to two
-        constructors keeps both ("A|B")."""
+        constructors keeps both ("A|B"); "=f" for a `functools.partial(f, ...)`, "=self.m" for a bound
+        method."""
         got = self.attrs.setdefault(cls, {})
         local: dict[str, set[str]] = {}  # `head = FCOSHead(...)` then `self.head = head` (torchvision)
         stores = []
@@ -332,18 +333,36 @@ class _Summary:
                     elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                         stores.append((t.attr, n.value))
         for attr, value in stores:
-            ctors = {dotted(value.func)} if isinstance(value, ast.Call) and dotted(value.func) else \
-                local.get(value.id, set()) if isinstance(value, ast.Name) else set()
+            ctors = {self._made_by(value)} if isinstance(value, ast.Call) and dotted(value.func) else \
+                local.get(value.id, set()) if isinstance(value, ast.Name) else _bound_methods(value)
             for ctor in ctors:
                 old = got.get(attr)
                 got[attr] = ctor if old is None or old == ctor else "|".join(sorted({*old.split("|"), ctor}))
         if not got:
             del self.attrs[cls]
 
+    def _made_by(self, value: ast.Call) -> str:
+        """The constructor of `self.x = Ctor(...)`; "=f" for `functools.partial(f, ...)`: calling `self.x`
+        calls `f` (piq's `self.vsi = functools.partial(vsi, ...)`)."""
+        d = dotted(value.func)
+        if value.args and dotted(value.args[0]) and _qualified(d, self.imports) == "functools.partial":  # type: ignore[arg-type]
+            return "=" + dotted(value.args[0])  # type: ignore[operator]
+        return d  # type: ignore[return-value]
+
     def call(self, c: ast.Call) -> None:
         d = dotted(c.func)
         if d and c.args and dotted(c.args[0]):
             self.compile.append(f"{d} {dotted(c.args[0])}")
+
+
+def _bound_methods(value: ast.AST) -> set[str]:
+    """`self.forward_fn = self.forward_once` (or `self.a if c else self.b`): {"=self.forward_once"};
+    calling the attribute calls the method (megablocks' ParallelMLP)."""
+    parts = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+    names = [dotted(p) for p in parts]
+    if all(n and n.startswith("self.") and n.count(".") == 1 for n in names):
+        return {f"={n}" for n in names}  # type: ignore[misc]
+    return set()
 
 
 def _qualified(name: str, imports: dict[str, str]) -> str:

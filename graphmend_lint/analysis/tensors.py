@@ -508,9 +508,10 @@ class FunctionFacts:
             if node.attr.value in ("type", "index") and isinstance(node.value, cst.Attribute) \
                     and node.value.attr.value == "device":
                 return STATIC  # `x.device.type == "xla"` (fairseq's has_pads): known while tracing
-            if name is not None and name.startswith("self.") and name.count(".") == 1 and \
-                    self.module_attrs.get(name[5:]) in (BUFFER, "torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-                return tensor()  # a buffer or parameter: nn.Module keeps it a tensor (or None)
+            if name is not None and name.startswith("self.") and name.count(".") == 1 and (
+                    self.module_attrs.get(name[5:]) in (BUFFER, "torch.nn.Parameter", "torch.nn.parameter.Parameter")
+                    or self.module_attrs.get(name[5:]) in T.NEW_OBJECT_FUNCS):
+                return tensor()  # a buffer, a parameter, or `self.done = torch.tensor(1.0)` (normflows' ActNorm)
             return UNKNOWN
         if isinstance(node, cst.Subscript):
             inner = self.value(node.value, depth + 1)
@@ -751,6 +752,9 @@ def module_layer_attrs(cls: cst.ClassDef, b: Bindings) -> dict[str, str]:
     parameter registered by name (`self.register_buffer("x", ...)`) -> {"x": BUFFER}."""
     v = _LayerAttrs(b)
     fastwalk.visit(cls, v)
+    for name in v.other & set(v.out):  # `self.x = torch.zeros(n)` here, `self.x = None` there: not known
+        if v.out[name] in T.NEW_OBJECT_FUNCS:
+            v.out[name] = "?"
     return v.out
 
 
@@ -759,9 +763,14 @@ class _LayerAttrs(cst.CSTVisitor):
         super().__init__()
         self.b = b
         self.out: dict[str, str] = {}
+        self.other: set[str] = set()  # attributes also bound to something that is not a call
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if not isinstance(node.value, cst.Call):
+            for t in node.targets:
+                name = dotted(t.target)
+                if name and name.startswith("self.") and name.count(".") == 1:
+                    self.other.add(name[5:])
             return
         q = self.b.qualify(node.value.func)
         for t in node.targets:
