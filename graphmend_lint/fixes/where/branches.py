@@ -32,6 +32,8 @@ def raise_only(node: cst.If) -> bool:
 
 def refusal_of(stmt: cst.CSTNode) -> str:
     """Why torch.where cannot stand for a branch holding `stmt`."""
+    if getattr(stmt, "leading_lines", None):  # its comment lines are not the statement (rfdetr's matcher)
+        stmt = stmt.with_changes(leading_lines=[])
     text = code(stmt).strip().splitlines()[0]
     if isinstance(stmt, (cst.Expr, cst.AugAssign)) or isinstance(stmt, cst.Assign) and not all(
             isinstance(t.target, cst.Name) for t in stmt.targets):
