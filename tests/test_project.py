@@ -464,6 +464,74 @@ def test_init_of_a_class_made_in_compiled_code_runs_compiled(tmp_path):
     assert got["flow.py"] == [(9, "GM201")]
 
 
+def test_a_logger_imported_from_another_module(tmp_path):
+    """Audit (deepspeed): `from pkg.utils import logger`, a logger that another module makes (also by
+    its own `create_logger` factory) and its package re-exports; its calls in compiled code are
+    GM202's, with the guard fix. An imported name that is not a logger is not reported."""
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/utils/__init__.py": "from .logging import logger, not_a_logger\n",
+        "pkg/utils/logging.py": """
+            import logging
+
+
+            def create_logger(name):
+                return logging.getLogger(name)
+
+
+            logger = create_logger("pkg")
+            not_a_logger = object()
+            """,
+        "pkg/model.py": """
+            from torch import nn
+
+            from pkg.utils import logger, not_a_logger
+
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    logger.warning("shape %s", x.shape)
+                    not_a_logger.warning("not a logger")
+                    return x
+            """,
+    })
+    assert lint(paths)["model.py"] == [(9, "GM202")]
+    assert lint([paths[-1]])["model.py"] == [(9, "GM202")]
+
+
+def test_buffers_a_base_class_of_another_file_registers(tmp_path):
+    """Audit (torchao): `FakeQuantizeBase.__init__` registers `observer_enabled`; a subclass in
+    another file tests it in forward: a tensor test (GM101), as with the base in the same file."""
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/base.py": """
+            import torch
+            from torch import nn
+
+
+            class FakeQuantizeBase(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("observer_enabled", torch.tensor([1], dtype=torch.uint8))
+                    self.scale = 1.0
+            """,
+        "pkg/lfq.py": """
+            from .base import FakeQuantizeBase
+
+
+            class Learnable(FakeQuantizeBase):
+                def forward(self, x):
+                    if self.observer_enabled[0] == 1:
+                        x = x * 2
+                    if self.scale == 1.0:
+                        x = x + 1
+                    return x
+            """,
+    })
+    assert lint(paths)["lfq.py"] == [(7, "GM101")]
+    assert lint([paths[-1]])["lfq.py"] == [(7, "GM101")]
+
+
 def test_names_a_star_import_brings_from_the_modules_own_imports(tmp_path):
     """tsai: `from ..imports import *` gives every model file `nn` (`import torch.nn as nn` in
     imports.py): `class ECELoss(nn.Module)` is a module and its forward compiled (the audit's 143

@@ -8,6 +8,7 @@ import libcst as cst
 
 from .. import fastwalk
 from .bindings import Bindings, dotted
+from .tables import LOGGER_FACTORIES
 
 LEVELS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal")
 # Logger methods, plus the `*_once` wrappers (transformers' warning_once/info_once) and
@@ -15,7 +16,6 @@ LEVELS = ("debug", "info", "warning", "warn", "error", "exception", "critical", 
 LOGGER_METHODS = frozenset(LEVELS + ("log", "warning_advice") + tuple(f"{lv}_once" for lv in LEVELS))
 LOGGING_FUNCS = frozenset(f"logging.{name}" for name in LEVELS + ("log",))
 WARN_FUNCS = frozenset({"warnings.warn", "warnings.warn_explicit"})
-LOGGER_FACTORIES = ("getLogger", "get_logger", "init_logger")  # init_logger: vLLM, SGLang (a logging.Logger)
 # Method calls that change the object they are called on: compiled code would skip them.
 MUTATING_METHODS = frozenset({
     "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "setdefault",
@@ -117,7 +117,9 @@ class LoggerFinder:
             if found is not None:
                 return found
             value = facts.scope.index.module_aliases.get(recv.value)
-            return value is not None and is_logger_factory(value, b)
+            if value is not None:
+                return is_logger_factory(value, b)
+            return recv.value in facts.scope.ext.loggers  # another file's module-level logger, imported
         if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value in ("self", "cls"):
             cls = facts.scope.index.class_of.get(func)
             if cls is None:

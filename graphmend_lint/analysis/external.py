@@ -26,15 +26,21 @@ class FileFacts:
     # dotted spellings, in this file, of other files' defs that are False under compile (they return
     # `torch.jit.is_scripting()`/`torch._C._get_tracing_state()`: torchvision's `_is_tracing`)
     never: frozenset = frozenset()
+    # names this file imports that are other files' module-level loggers (deepspeed's
+    # `from deepspeed.utils.logging import logger`): GM202 reports their calls
+    loggers: frozenset = frozenset()
+    # "Cls\tname": buffers and parameters a base class of another file registers in its __init__
+    # (torchao's FakeQuantizeBase: `self.fake_quant_enabled` is a tensor in its subclasses' methods)
+    buffers: frozenset = frozenset()
 
     def key(self) -> bytes:
         """What a per-file cache key must include: every cross-file fact the file may use."""
-        return repr((sorted(self.module_classes), sorted(self.compiled), sorted(self.guards),
-                     sorted(self.wrapped), sorted(self.origins), sorted(self.entries), sorted(self.disabled), sorted(self.never))).encode()
+        return repr(self.to_json()).encode()
 
     def to_json(self) -> list:
         return [sorted(self.module_classes), sorted(self.compiled), sorted(self.guards), sorted(self.wrapped),
-                sorted(self.origins), sorted(self.entries), sorted(self.disabled), sorted(self.never)]
+                sorted(self.origins), sorted(self.entries), sorted(self.disabled), sorted(self.never),
+                sorted(self.loggers), sorted(self.buffers)]
 
     def origin(self, qn: str | None) -> tuple[str, str] | None:
         """(module, qn) where the code of the generated file's def `qn` is written, ("", "") when

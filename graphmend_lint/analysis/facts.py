@@ -8,7 +8,7 @@ import libcst as cst
 from . import external, numpy_values
 from .bindings import Bindings, dotted
 from .scope import CompiledScope
-from .tensors import NUMPY, FunctionFacts, Value, module_layer_attrs, number_attrs, returns_tensor, tensor
+from .tensors import BUFFER, NUMPY, FunctionFacts, Value, module_layer_attrs, number_attrs, returns_tensor, tensor
 
 __all__ = ["ModuleFacts"]
 
@@ -38,6 +38,10 @@ class ModuleFacts:
                     if c not in self._layers:
                         self._layers[c] = module_layer_attrs(c, self.bindings)
                     attrs = {**self._layers[c], **attrs}
+                for entry in self.scope.ext.buffers:  # registered by a base class of another file
+                    owner, _, name = entry.partition("\t")
+                    if owner == cls.name.value:
+                        attrs.setdefault(name, BUFFER)
             me = weakref.ref(self)  # not `self`: a cycle would keep the module's tree for the collector
             facts = self._functions[func] = FunctionFacts(
                 func, self.bindings, attrs, lambda name, f=func: me()._from_callers(f, name),

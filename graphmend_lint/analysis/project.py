@@ -574,8 +574,25 @@ class ProjectIndex:
                 elif t is not None and t[0] == "def" and self.is_never(t[1], t[2]):
                     never.add(c)
         origins = frozenset(self._origins(mod, compiled | wrapped)) if s.get("gen") else frozenset()
+        loggers = frozenset(n for n in s["imports"] if "log" in n.lower() and self._is_logger(self.qualify(mod, n)))
+        buffers = frozenset(f"{c}\t{b}" for c in s["classes"] for m, base in self._ancestors(mod, c) if m != mod
+                            for b in (self.module(m) or {}).get("bufs", {}).get(base, ()))
         return FileFacts(classes, compiled, frozenset(guards), wrapped, origins, entries, frozenset(disabled),
-                         frozenset(never))
+                         frozenset(never), loggers, buffers)
+
+    def _is_logger(self, q: str | None, depth: int = 0) -> bool:
+        """`q` names a module-level logger of a project module (`logger = get_logger(__name__)` there),
+        followed through re-exports (`from .logging import logger` in a package's __init__)."""
+        if q is None or depth > MAX_DEPTH or not self.in_project(q):
+            return False
+        mod, _, name = q.rpartition(".")
+        s = self.module(mod) if mod else None
+        if s is None:
+            return False
+        if name in s.get("log", ()):
+            return True
+        again = self.qualify(mod, name)
+        return again is not None and again != q and self._is_logger(again, depth + 1)
 
     def _never_call(self, mod: str, spelled: str, depth: int = 0) -> bool:
         """`spelled()` in `mod` is False under compile (a NOT_COMPILING call or an `is_never` def)."""

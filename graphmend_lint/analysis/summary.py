@@ -12,6 +12,8 @@
            "ret": what the def returns (dotted calls, "F" for False/None, "?" for anything else),
            "wraps": 1 when a def nested in it is decorated with `functools.wraps(...)`: a decorator
            whose wrapper runs in place of the function it decorates (only then present)}
+  bufs     class -> buffers/parameters its `__init__` registers by name (only when any)
+  log      module-level names bound to a logger (`logger = logging.getLogger(__name__)`; only when any)
   compile  "func arg" of module-level calls with a dotted first argument (`torch.compile(fn)`)
   gen      (only in a generated file) what its header says it is generated from, or "" (see
            `generated_source`: analysis/conventions.py reads the same header from libcst)
@@ -195,6 +197,8 @@ class _Summary:
         self.imports: dict[str, str] = {}
         self.star: list[str] = []
         self.aliases: dict[str, str] = {}
+        self.log: list[str] = []  # module-level names bound to a logger factory's call
+        self.bufs: dict[str, list[str]] = {}  # class -> buffers and parameters its __init__ registers by name
         self.classes: dict[str, list[str]] = {}
         self.defs: dict[str, dict] = {}
         self.compile: list[str] = []
@@ -306,6 +310,9 @@ class _Summary:
                 self.aliases[s.targets[0].id] = d
             elif isinstance(s.value, ast.Call):
                 self.call(s.value)
+                made = dotted(s.value.func)
+                if made is not None and (made.split(".")[-1] in T.LOGGER_FACTORIES or made.endswith("_logger")):
+                    self.log.append(s.targets[0].id)  # `logger = logging.getLogger(__name__)`, deepspeed's `create_logger(...)`
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             self.call(s.value)
         elif isinstance(s, (ast.If, ast.Try)):
@@ -325,6 +332,10 @@ class _Summary:
         local: dict[str, set[str]] = {}  # `head = FCOSHead(...)` then `self.head = head` (torchvision)
         stores = []
         for n in _statements(init.body):  # type: ignore[attr-defined]
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
+                buf = _registered(n.value)
+                if buf is not None:
+                    self.bufs.setdefault(cls, []).append(buf)
             if isinstance(n, ast.Assign):
                 ctor = dotted(n.value.func) if isinstance(n.value, ast.Call) else None
                 for t in n.targets:
@@ -353,6 +364,22 @@ class _Summary:
         d = dotted(c.func)
         if d and c.args and dotted(c.args[0]):
             self.compile.append(f"{d} {dotted(c.args[0])}")
+
+
+def _registered(call: ast.Call) -> str | None:
+    """`self.register_buffer("x", <value>)` / `self.register_parameter("x", <value>)`: "x" (value not
+    None), as tensors._registered."""
+    if dotted(call.func) not in ("self.register_buffer", "self.register_parameter"):
+        return None
+    pos = [a for a in call.args if not isinstance(a, ast.Starred)]
+    kw = {k.arg: k.value for k in call.keywords if k.arg}
+    name = pos[0] if pos else kw.get("name")
+    value = pos[1] if len(pos) > 1 else kw.get("tensor", kw.get("param"))
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier()):
+        return None
+    if value is None or isinstance(value, ast.Constant) and value.value is None:
+        return None
+    return name.value
 
 
 def _bound_methods(value: ast.AST) -> set[str]:
@@ -518,6 +545,10 @@ def summarize(tree: ast.Module, text: str) -> dict:
            "defs": s.defs, "compile": sorted(set(s.compile))}
     if s.attrs:
         out["attrs"] = s.attrs
+    if s.log:
+        out["log"] = sorted(set(s.log))
+    if s.bufs:
+        out["bufs"] = {c: sorted(set(names)) for c, names in s.bufs.items()}
     fwd = forward_sets(text)
     if fwd:
         out["fwd"] = sorted(fwd)

@@ -206,3 +206,6 @@ DTYPE_CLASSES = {"bool": "bool", **{t: "int" for t in ("uint8", "int8", "int16",
 # Libraries whose values are never tensors: `.any()`/`.sum()` on them is not a tensor reduction.
 FOREIGN_MODULES = {"pandas", "scipy", "sklearn", "PIL", "cv2", "polars", "pyarrow", "librosa", "soundfile",
                    "matplotlib", "networkx", "shapely"}
+
+# Calls that make a logger (`logging.getLogger`, transformers' `get_logger`, vLLM/SGLang's `init_logger`).
+LOGGER_FACTORIES = ("getLogger", "get_logger", "init_logger")
