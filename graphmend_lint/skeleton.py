@@ -2,8 +2,9 @@
 
 Every rule reports only in compiled code, and the analysis reads a few things outside it.
 From the runner's `ast` tree, a def (outside other defs) is kept whole when it may run compiled:
-it is named `forward` or `_defer.HELPER`, or installed as one (`X.forward = f`), or (to a fixpoint) its name is used (Name, attribute
-name or identifier string) in module/class-level non-def code or in a def kept whole. Of the
+it is named `forward`, `backward` or `_defer.HELPER`, or installed as one (`X.forward = f`), or (to a fixpoint) its name is used (Name, attribute
+name or identifier string) in module/class-level non-def code or in a def kept whole (an `__init__`:
+its class's name is). Of the
 other defs, only the body statements the analysis reads in any function are kept: imports
 (Bindings merges all scopes) and attribute stores (`self.x = ...`: layer and logger facts read
 every method); the rest is dropped, and so are docstrings (a string statement first in a module, class or def body); a module- or
@@ -25,6 +26,8 @@ from . import prefilter
 from .analysis import summary
 
 HELPER = "_graphmend_print"  # fixes/defer.HELPER: gm201 looks it up among the module's functions
+# Kept whole by name: `forward`, an autograd.Function's `backward` (traced with its forward), the helper.
+ALWAYS = ("forward", "backward", HELPER)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
@@ -74,11 +77,13 @@ def _used(node: ast.AST, out: set[str]) -> None:
 
 
 class _Def:
-    """A top-most def; the names it uses are read when it is kept (most defs of a file are not)."""
-    __slots__ = ("node", "_used")
+    """A top-most def; the names it uses are read when it is kept (most defs of a file are not).
+    `owner`: the class whose body holds it, if any."""
+    __slots__ = ("node", "_used", "owner")
 
-    def __init__(self, node: ast.AST) -> None:
+    def __init__(self, node: ast.AST, owner: str | None = None) -> None:
         self.node = node
+        self.owner = owner
         self._used: set[str] | None = None
 
     @property
@@ -107,19 +112,41 @@ def _children(stmt: ast.AST):
 
 
 def _collect(tree: ast.Module) -> tuple[list[_Def], set[str]]:
-    """Top-most defs (not inside another def), and the names used by all other code."""
+    """Top-most defs (not inside another def), and the names used by all other code (and the
+    functions an `__init__` stores for later calls: `self.fn = self.forward_once`, `functools.partial(f)`)."""
     defs: list[_Def] = []
     used: set[str] = set()
     _collect_in(tree.body, defs, used)
+    for d in defs:
+        if d.owner is not None and d.node.name == "__init__":  # type: ignore[attr-defined]
+            used.update(_stored_callables(d.node))
     return defs, used
 
 
-def _collect_in(block: list, defs: list[_Def], used: set[str]) -> None:
+def _stored_callables(init: ast.AST) -> set[str]:
+    """`self.x = self.m` / `self.x = self.a if c else self.b` / `self.x = partial(f, ...)`: m, a, b, f
+    (analysis/scope.py's `_attr_ctors`: calling `self.x` in compiled code calls them)."""
+    out: set[str] = set()
+    for n in _nodes(init):
+        if not (isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) for t in n.targets)):
+            continue
+        v = n.value
+        parts = [v.body, v.orelse] if isinstance(v, ast.IfExp) else [v]
+        for p in parts:
+            if isinstance(p, ast.Attribute) and isinstance(p.value, ast.Name) and p.value.id == "self":
+                out.add(p.attr)
+            elif isinstance(p, ast.Call) and p.args and isinstance(p.args[0], ast.Name) and \
+                    (getattr(p.func, "attr", None) or getattr(p.func, "id", None)) == "partial":
+                out.add(p.args[0].id)
+    return out
+
+
+def _collect_in(block: list, defs: list[_Def], used: set[str], owner: str | None = None) -> None:
     """`_collect` of the statements of `block` (a module-level function: a nested one that calls
     itself is a cycle, which would keep the file's tree alive until the cyclic collector runs)."""
     for stmt in block:
         if isinstance(stmt, _DEFS):
-            defs.append(_Def(stmt))
+            defs.append(_Def(stmt, owner))
             continue
         inner = list(_children(stmt))
         if not inner:
@@ -138,7 +165,7 @@ def _collect_in(block: list, defs: list[_Def], used: set[str]) -> None:
             for v in value if isinstance(value, list) else [value]:
                 if isinstance(v, ast.AST):
                     _used(v, used)
-        _collect_in(inner, defs, used)
+        _collect_in(inner, defs, used, stmt.name if isinstance(stmt, ast.ClassDef) else owner)
 
 
 def _compiled_defs(defs: list[_Def], used: set[str], keep: set[str] = frozenset()) -> set[ast.AST]:
@@ -149,7 +176,8 @@ def _compiled_defs(defs: list[_Def], used: set[str], keep: set[str] = frozenset(
         changed = False
         for d in defs:
             name = d.node.name  # type: ignore[attr-defined]
-            if d.node not in kept and (name in ("forward", HELPER) or name in used or name in keep):
+            if d.node not in kept and (name in ALWAYS or name in used or name in keep
+                                       or name == "__init__" and d.owner in used):  # a class made in kept code
                 kept.add(d.node)
                 used |= d.used
                 changed = True

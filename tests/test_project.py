@@ -465,33 +465,36 @@ def test_init_of_a_class_made_in_compiled_code_runs_compiled(tmp_path):
 
 
 def test_a_logger_imported_from_another_module(tmp_path):
-    """Audit (deepspeed): `from pkg.utils import logger`, a logger that another module makes (also by
-    its own `create_logger` factory) and its package re-exports; its calls in compiled code are
-    GM202's, with the guard fix. An imported name that is not a logger is not reported."""
+    """Audit (deepspeed): `from pkg.utils import logger`, a logger that another module makes with
+    `logging.getLogger` and its package re-exports; its calls in compiled code are GM202's, with the
+    guard fix. Imported names that are not loggers are not reported (review: a `metric_logger` made
+    by a project's own `build_metric_logger()` once got a safe guard that dropped its records)."""
     paths = write(tmp_path, {
         "pkg/__init__.py": "",
-        "pkg/utils/__init__.py": "from .logging import logger, not_a_logger\n",
+        "pkg/utils/__init__.py": "from .logging import logger, not_a_logger, metric_logger\n",
         "pkg/utils/logging.py": """
             import logging
 
 
-            def create_logger(name):
-                return logging.getLogger(name)
+            def build_metric_logger():
+                return []
 
 
-            logger = create_logger("pkg")
+            logger = logging.getLogger("pkg")
             not_a_logger = object()
+            metric_logger = build_metric_logger()
             """,
         "pkg/model.py": """
             from torch import nn
 
-            from pkg.utils import logger, not_a_logger
+            from pkg.utils import logger, metric_logger, not_a_logger
 
 
             class Model(nn.Module):
                 def forward(self, x):
                     logger.warning("shape %s", x.shape)
                     not_a_logger.warning("not a logger")
+                    metric_logger.log(x.sum())
                     return x
             """,
     })

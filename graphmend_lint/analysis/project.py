@@ -463,7 +463,8 @@ class ProjectIndex:
                 if call in cond and all(self._never_call(mod, g) for g in cond[call]):
                     continue  # only under `if torchvision._is_tracing():`, never true under compile
                 head, _, rest = call.partition(".")
-                if head == "self" and rest and "." not in rest and "." in qn:
+                if head == "self" and rest and "." not in rest and "." in qn \
+                        and self.method(mod, qn.split(".")[0], rest) is not None:  # a method, not a layer
                     on_self.setdefault((mod, qn.split(".")[0]), set()).add(rest)
                 t = self.callee(mod, qn, call)
                 if t is not None and t not in seen:

@@ -329,8 +329,9 @@ class FunctionFacts:
         if not isinstance(it, cst.Call):
             return False
         q = self.b.qualify(it.func)
-        if q is not None:
-            return q.startswith("torch.") and q.rsplit(".", 1)[-1] in T.TUPLE_RESULTS
+        if q is not None:  # `torch.aminmax`, `torch.linalg.slogdet`; not `torch.__version__.split`
+            head, _, last = q.rpartition(".")
+            return head in ("torch", "torch.linalg") and last in T.TUPLE_RESULTS
         return isinstance(it.func, cst.Attribute) and it.func.attr.value in T.TUPLE_RESULTS \
             and self.value(it.func.value, depth + 1).is_tensor
 
@@ -763,7 +764,7 @@ class _LayerAttrs(cst.CSTVisitor):
         super().__init__()
         self.b = b
         self.out: dict[str, str] = {}
-        self.other: set[str] = set()  # attributes also bound to something that is not a call
+        self.other: set[str] = set()  # attributes also bound to something that is not a known constructor
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if not isinstance(node.value, cst.Call):
@@ -777,6 +778,8 @@ class _LayerAttrs(cst.CSTVisitor):
             name = dotted(t.target)
             if q and name and name.startswith("self.") and name.count(".") == 1:
                 self.out[name[5:]] = q
+            elif name and name.startswith("self.") and name.count(".") == 1:
+                self.other.add(name[5:])  # `self.x = self.x.tolist()`: not a known constructor
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> bool:
         for stmt in node.body:  # assignments are small statements: their expressions need no walk

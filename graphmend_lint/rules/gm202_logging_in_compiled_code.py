@@ -19,8 +19,8 @@ class LoggingInCompiledCodeRule(base.GraphMendRule):
     `info_once`, `warning_advice`) on loggers made by `logging.getLogger(...)` or a
     library's `get_logger(...)`, bound at module level, on `self` (or the class), or
     locally in the function, and loggers imported from another module of the project that binds
-    one at module level (deepspeed's `from deepspeed.utils.logging import logger`, made by its own
-    `create_logger(...)`: a factory named `*_logger` there).
+    one so at module level (`from .utils import logger`). A logger made by a project's own factory
+    (deepspeed's `create_logger(...)`) is not known: what such a factory returns is not read.
 
     ## Why it breaks the graph
     Dynamo does not trace `logging.Logger` methods: every call site stops the graph

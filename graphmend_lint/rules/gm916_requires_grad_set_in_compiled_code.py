@@ -72,8 +72,8 @@ class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
     FACTORY_MESSAGE = ("a tensor made with `requires_grad=True` in compiled code breaks the graph (\"Attempted "
                        "to use tensor creation function with requires_grad=True\"; also under no_grad, measured "
                        "on torch 2.13); make it outside the compiled code")
-    METHOD_MESSAGE = ("`.requires_grad_()` in compiled code breaks the graph (GB8985; no config removes it, "
-                      "measured on torch 2.13); make the tensor that needs grad outside the compiled code")
+    METHOD_MESSAGE = ("`.requires_grad_()` on a tensor made in compiled code breaks the graph where it reaches an "
+                      "output (GB8985, measured on torch 2.13); make the tensor that needs grad outside the compiled code")
 
     VALID = [
         Valid(
@@ -130,9 +130,10 @@ class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
             self.report(node, f"{message}; {UNSAFE}", fix=fix, at=attr)
 
     def visit_Call(self, node: cst.Call) -> None:
-        """`h.detach().requires_grad_(True)` / `h.requires_grad_()`: the same break (GB8985), no fix
-        (`requires_grad_(False)` does not break: measured). A module attribute's (`self.encoder.
-        requires_grad_(...)`) may be a module's, which sets its parameters' flags: not reported."""
+        """`h.detach().requires_grad_(True)` / `h.requires_grad_()` on a tensor: the same break (GB8985)
+        where the tensor reaches an output, no fix (`requires_grad_(False)` does not break; nor, measured,
+        a module's or a parameter's `requires_grad_()`, nor a tensor that only the graph consumes: not
+        reported where the receiver is not known to be a tensor; the last is not told apart)."""
         if any(a.keyword is not None and a.keyword.value == "requires_grad" and isinstance(a.value, cst.Name)
                and a.value.value == "True" for a in node.args) and X.qualified(self, node.func) in FACTORIES \
                 and self.compiled_function(node) is not None:
@@ -143,8 +144,9 @@ class RequiresGradSetInCompiledCodeRule(base.GraphMendRule):
                 node.args[0].star or not (isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "True")):
             return
         name = X.dotted(attr.value)
-        if name is not None and (name == "self" or name.startswith("self.")) or X.value(self, node, attr.value) is None:
-            return
+        v = X.value(self, node, attr.value)
+        if name is not None and (name == "self" or name.startswith("self.")) or v is None or not v.is_tensor:
+            return  # a module's `requires_grad_()`, a parameter's: no break (measured)
         self.report(node, self.METHOD_MESSAGE, at=attr.attr)
 
     def _refusal(self, node: cst.Assign) -> str | None:

@@ -208,16 +208,43 @@ def rebind_proofs(after: After, name: str, sources: set[str], check_name: bool =
         roots = {name} | sources
         for other in sorted(aliases(after.func, roots) - roots):
             if other in after.mutated:
-                missing.append(Gap(f"`{other}` is the very tensor `{name}` kept by a branch (`{other} = ...`), and "
-                                   f"`{other}` is modified in place later (`{after.mutated[other]}`): the change "
-                                   f"reached `{name}` through that alias, not the new tensor torch.where makes",
-                                   GapKind.MUTATED))
+                missing.append(Gap(f"`{other}` may be the very tensor `{name}` kept by a branch, or share its storage "
+                                   f"(a view, an unpacked chunk or row), and `{other}` is modified in place later "
+                                   f"(`{after.mutated[other]}`): the change reached `{name}` through that alias, not "
+                                   "the new tensor torch.where makes", GapKind.MUTATED))
                 break
     return missing
 
 
+# Methods whose result may share the receiver's storage (a view, or the tensor itself).
+VIEW_METHODS = frozenset({"chunk", "split", "unbind", "tensor_split", "view", "view_as", "reshape", "reshape_as",
+                          "transpose", "permute", "t", "expand", "expand_as", "narrow", "select", "squeeze",
+                          "unsqueeze", "flatten", "unflatten", "movedim", "diagonal", "detach", "unfold",
+                          "swapaxes", "swapdims", "as_strided", "split_with_sizes", "hsplit", "vsplit"})
+
+
+def view_source(expr: cst.BaseExpression) -> str | None:
+    """The name whose storage `expr` may share: `alias_of`, or a chain of view methods on it
+    (`x.chunk(2)`, `x.view(n, -1).transpose(0, 1)`)."""
+    got = alias_of(expr)
+    if got is None and isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in VIEW_METHODS:
+        return view_source(expr.func.value)
+    return got
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _target_names(el.value)]
+    return []
+
+
 class _Binds(cst.CSTVisitor):
-    """(target, name whose very tensor the value is) of a function's `a = b` statements."""
+    """(target, name whose tensor's storage the value may share) of a function's `a = b` statements,
+    unpackings of views (`a, b = x.chunk(2)`) and loops over a tensor or its views (`for h, w in
+    shapes`: each row is a view)."""
 
     def __init__(self, func: cst.FunctionDef) -> None:
         super().__init__()
@@ -227,11 +254,15 @@ class _Binds(cst.CSTVisitor):
         return node is self.func
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        src = alias_of(node.value)
+        src = view_source(node.value)
         if src is not None:
             for t in node.targets:
-                if isinstance(t.target, cst.Name):
-                    self.pairs.append((t.target.value, src))
+                self.pairs.extend((n, src) for n in _target_names(t.target))
+
+    def visit_For(self, node: cst.For) -> None:
+        src = view_source(node.iter)
+        if src is not None:
+            self.pairs.extend((n, src) for n in _target_names(node.target))
 
 
 def aliases(func: cst.FunctionDef, roots: set[str]) -> set[str]:
