@@ -165,7 +165,7 @@ def bound_names(stmt: cst.CSTNode) -> set[str]:
 
     class V(cst.CSTVisitor):
         def _add(self, target: cst.CSTNode) -> None:
-            found.update(_target_names(target))
+            found.update(target_names(target))
 
         def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
             self._add(n.target)
@@ -196,13 +196,14 @@ def bound_names(stmt: cst.CSTNode) -> set[str]:
     return found
 
 
-def _target_names(target: cst.CSTNode) -> list[str]:
+def target_names(target: cst.CSTNode) -> list[str]:
+    """The names an assignment or loop target binds (`a`, `a, (b, *c)`)."""
     if isinstance(target, cst.Name):
         return [target.value]
     if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
+        return [n for e in target.elements for n in target_names(e.value)]
     if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
+        return target_names(target.value)
     return []
 
 

@@ -233,14 +233,6 @@ def view_source(expr: cst.BaseExpression) -> str | None:
     return got
 
 
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for el in target.elements for n in _target_names(el.value)]
-    return []
-
-
 class _Binds(cst.CSTVisitor):
     """(target, name whose tensor's storage the value may share) of a function's `a = b` statements,
     unpackings of views (`a, b = x.chunk(2)`) and loops over a tensor or its views (`for h, w in
@@ -257,12 +249,12 @@ class _Binds(cst.CSTVisitor):
         src = view_source(node.value)
         if src is not None:
             for t in node.targets:
-                self.pairs.extend((n, src) for n in _target_names(t.target))
+                self.pairs.extend((n, src) for n in context.target_names(t.target))
 
     def visit_For(self, node: cst.For) -> None:
         src = view_source(node.iter)
         if src is not None:
-            self.pairs.extend((n, src) for n in _target_names(node.target))
+            self.pairs.extend((n, src) for n in context.target_names(node.target))
 
 
 def aliases(func: cst.FunctionDef, roots: set[str]) -> set[str]:
