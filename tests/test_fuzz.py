@@ -286,3 +286,33 @@ def test_torch_compile_drops_the_flag_of_a_no_grad_view_after_a_break_without_an
     assert torch.equal(eager.detach(), compiled.detach())
     assert torch.autograd.grad(eager.sum(), x, allow_unused=True) == (None,)
     assert eager.requires_grad and not compiled.requires_grad
+
+
+def test_torch_compile_gives_a_no_grad_view_a_gradient_after_two_breaks_without_any_fix():
+    """Why GM202_1.py is torch.compile's: with no fix, a `print` and then an `.item()` breaking inside a
+    `no_grad` block after a view `h = h[0]` make the compiled `h * 2` pass a gradient to `x`, where eager
+    gives none (torch 2.13, aot_eager). If this fails, torch keeps eager's autograd here now: retry
+    GM202_1.py and drop its KNOWN_FAILURE when it passes."""
+    import torch
+
+    def step(x, c0):
+        h = x * 1.0
+        with torch.no_grad():
+            print("a break first")
+            h = h[0]
+            if c0.sum().item() > 0:
+                h = h.clamp(-1, 1)
+        return h * 2
+
+    grads = []
+    for compiled in (False, True):
+        x = torch.rand(3, 4, requires_grad=True)
+        torch._dynamo.reset()
+        try:
+            fn = torch.compile(step, backend="aot_eager") if compiled else step
+            out = fn(x, -torch.ones(2))
+        finally:
+            torch._dynamo.reset()
+        grads.append(torch.autograd.grad(out.sum(), x, allow_unused=True)[0])
+    assert grads[0] is None
+    assert grads[1] is not None and torch.equal(grads[1][0], torch.full((4,), 2.0))
