@@ -224,7 +224,7 @@ def _check(source: bytes, tree: ast.Module | None, s: Settings, fix: bool, ext=N
 
     if not fix and s.skeleton:
         try:
-            keep = {qn.rsplit(".", 1)[-1] for qn in ext.compiled | ext.wrapped} if ext is not None else set()
+            keep = set(ext.compiled | ext.wrapped) if ext is not None else set()  # "f", "Cls.m"
             if ready is not None and not keep & ready[1]:
                 lean = ready[0]
             else:

@@ -4,7 +4,7 @@ Every rule reports only in compiled code, and the analysis reads a few things ou
 From the runner's `ast` tree, a def (outside other defs) is kept whole when it may run compiled:
 it is named `forward`, `backward` or `_defer.HELPER`, or installed as one (`X.forward = f`), or (to a fixpoint) its name is used (Name, attribute
 name or identifier string) in module/class-level non-def code or in a def kept whole (an `__init__`:
-its class's name is). Of the
+its class's name, in a def kept whole). Of the
 other defs, only the body statements the analysis reads in any function are kept: imports
 (Bindings merges all scopes) and attribute stores (`self.x = ...`: layer and logger facts read
 every method); the rest is dropped, and so are docstrings (a string statement first in a module, class or def body); a module- or
@@ -85,6 +85,12 @@ class _Def:
         self.node = node
         self.owner = owner
         self._used: set[str] | None = None
+
+    @property
+    def qualname(self) -> str:
+        """The project index's name: "f", or "Cls.m" for a method."""
+        name = self.node.name  # type: ignore[attr-defined]
+        return f"{self.owner}.{name}" if self.owner else name
 
     @property
     def used(self) -> set[str]:
@@ -171,15 +177,17 @@ def _collect_in(block: list, defs: list[_Def], used: set[str], owner: str | None
 def _compiled_defs(defs: list[_Def], used: set[str], keep: set[str] = frozenset()) -> set[ast.AST]:
     """Defs that may run compiled: `forward`, and (to a fixpoint) every def whose name kept code uses."""
     kept: set[ast.AST] = set()
+    in_kept: set[str] = set()  # the names kept defs use (not module-level code: `__all__` names every class)
     changed = True
     while changed:
         changed = False
         for d in defs:
             name = d.node.name  # type: ignore[attr-defined]
-            if d.node not in kept and (name in ALWAYS or name in used or name in keep
-                                       or name == "__init__" and d.owner in used):  # a class made in kept code
+            if d.node not in kept and (name in ALWAYS or name in used or d.qualname in keep
+                                       or name == "__init__" and d.owner in in_kept):  # a class made in kept code
                 kept.add(d.node)
                 used |= d.used
+                in_kept |= d.used
                 changed = True
     return kept
 
@@ -194,7 +202,7 @@ def _class_holders(source: bytes, defs: list[_Def]) -> set[str]:
         line += source.count(b"\n", last, at)
         lines.append(line)
         last, at = at, source.find(b"def forward", at + 1)
-    return {d.node.name for d in defs  # type: ignore[attr-defined]
+    return {d.qualname for d in defs  # type: ignore[attr-defined]
             if d.node.name != "forward" and any(d.node.lineno < n <= d.node.end_lineno for n in lines)}  # type: ignore[attr-defined]
 
 
@@ -301,13 +309,13 @@ def _edit(block: list, ed: _Editor, compiled: set, top: bool, doc_block: bool = 
 
 def skeleton(source: bytes, tree: ast.Module, compiled_scope: str = "reachable", keep: set[str] = frozenset()) -> bytes:
     """`source` with the code no rule can report on or read blanked; `source` itself when unsure.
-    `keep`: names of defs that run compiled by the project index (called from other files)."""
+    `keep`: qualified names ("f", "Cls.m") of defs that run compiled by the project index."""
     return lean(source, tree, compiled_scope, keep)[0]
 
 
 def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
          keep: set[str] = frozenset()) -> tuple[bytes, frozenset[str]]:
-    """(the skeleton, the names of the top-most defs it does not keep as compiled: cut, reduced, or
+    """(the skeleton, the qualified names of the top-most defs it does not keep as compiled: cut, reduced, or
     left whole only for what the analysis reads). The skeleton with more `keep` names is the same
     unless one of them is among those: so one made before the project index answers (the runner's
     first pass, `keep` empty) serves every file whose compiled names miss them."""
@@ -318,4 +326,4 @@ def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
     compiled = _compiled_defs(defs, used, set(keep) | _class_holders(source, defs) | installed)
     ed = _Editor(source)
     _edit(tree.body, ed, compiled, True)
-    return b"\n".join(ed.lines), frozenset(d.node.name for d in defs if d.node not in compiled)  # type: ignore[attr-defined]
+    return b"\n".join(ed.lines), frozenset(d.qualname for d in defs if d.node not in compiled)
