@@ -265,27 +265,17 @@ class FunctionFacts:
 
     def _early_reads(self) -> set[cst.Name]:
         """Reads of a parameter that nothing can have rebound yet: in the test of an `if`, or of a
-        conditional expression in an assignment, that is a statement of the function's own body, when
-        every binding of the name lies in a later statement, in that `if`'s branches or in that
-        assignment's targets (espnet's `if inverse_power: inverse_power = 1 / ...`,
+        conditional expression in an assignment, in the function's body or in the `if`/`with`/`try`
+        blocks in it (not in loops), when every binding of the name lies in a later statement, in
+        that `if`'s branches or in that assignment's targets (espnet's `if inverse_power: inverse_power = 1 / ...`,
         where `inverse_power: bool`). Flow-insensitive, the name would join the parameter with the
         tensors assigned after the test."""
         got = self.__dict__.get("_early")
         if got is None:
             got = self._early = set()
             names = {n for n in self.params if n in self.assigned}  # shadowed too: read by their own rebinding
-            bound: set[str] = set()
-            for stmt in self.func.body.body if names and isinstance(self.func.body, cst.IndentedBlock) else []:
-                parts = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
-                for part in parts:
-                    for read in _tests_first(part):
-                        reads = _Reads()
-                        fastwalk.visit(read, reads)
-                        before = bound | reads.bound
-                        got.update(n for n in reads.names if n.value in names and n.value not in before)
-                    walk = _Assignments(None)
-                    fastwalk.visit(part, walk)
-                    bound |= set(walk.values)
+            if names:
+                _early_in(_suite(self.func.body), names, set(), got)
         return got
 
     def _bound_name(self, name: str, depth: int) -> Value:
@@ -664,6 +654,43 @@ def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
         fastwalk.visit(stmt, names)
         read |= names.seen & params
     return out
+
+
+def _suite(block: cst.BaseSuite) -> list:
+    """The statements of a block (an indented one's, or a one-line suite's small statements)."""
+    return list(block.body)
+
+
+def _early_in(stmts: list, names: set[str], bound: set[str], got: set[cst.Name]) -> None:
+    """FunctionFacts._early_reads over `stmts` in order: `bound` the names bound so far (a loop's, all
+    of them: its later statements run before its earlier ones on the next pass)."""
+    for stmt in stmts:
+        parts = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
+        for part in parts:
+            for read in _tests_first(part):
+                reads = _Reads()
+                fastwalk.visit(read, reads)
+                before = bound | reads.bound
+                got.update(n for n in reads.names if n.value in names and n.value not in before)
+            if isinstance(part, cst.If):
+                _early_in(_suite(part.body), names, bound, got)
+                if isinstance(part.orelse, cst.If):  # elif: its test after this branch's statements
+                    _early_in([part.orelse], names, bound, got)
+                elif isinstance(part.orelse, cst.Else):
+                    _early_in(_suite(part.orelse.body), names, bound, got)
+                continue
+            if isinstance(part, (cst.With, cst.Try)):
+                for item in getattr(part, "items", ()):
+                    if item.asname is not None:
+                        bound.update(context.target_names(item.asname.name))
+                blocks = [part.body, *(h.body for h in getattr(part, "handlers", ()))]
+                blocks += [x.body for x in (getattr(part, "orelse", None), getattr(part, "finalbody", None)) if x]
+                for inner in blocks:
+                    _early_in(_suite(inner), names, bound, got)
+                continue
+            walk = _Assignments(None)
+            fastwalk.visit(part, walk)
+            bound |= set(walk.values)
 
 
 def _tests_first(stmt: cst.CSTNode) -> list[cst.CSTNode]:
