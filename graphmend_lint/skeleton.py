@@ -137,13 +137,10 @@ def _stored_callables(init: ast.AST) -> set[str]:
         if not (isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) for t in n.targets)):
             continue
         v = n.value
-        parts = [v.body, v.orelse] if isinstance(v, ast.IfExp) else [v]
-        for p in parts:
-            if isinstance(p, ast.Attribute) and isinstance(p.value, ast.Name) and p.value.id == "self":
-                out.add(p.attr)
-            elif isinstance(p, ast.Call) and p.args and isinstance(p.args[0], ast.Name) and \
-                    (getattr(p.func, "attr", None) or getattr(p.func, "id", None)) == "partial":
-                out.add(p.args[0].id)
+        out.update(m[len("=self."):] for m in summary.bound_methods(v))
+        if isinstance(v, ast.Call) and v.args and isinstance(v.args[0], ast.Name) and \
+                (getattr(v.func, "attr", None) or getattr(v.func, "id", None)) == "partial":
+            out.add(v.args[0].id)  # by name: the skeleton has no imports to qualify it with
     return out
 
 

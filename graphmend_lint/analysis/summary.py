@@ -345,7 +345,7 @@ class _Summary:
                         stores.append((t.attr, n.value))
         for attr, value in stores:
             ctors = {self._made_by(value)} if isinstance(value, ast.Call) and dotted(value.func) else \
-                local.get(value.id, set()) if isinstance(value, ast.Name) else _bound_methods(value)
+                local.get(value.id, set()) if isinstance(value, ast.Name) else bound_methods(value)
             for ctor in ctors:
                 old = got.get(attr)
                 got[attr] = ctor if old is None or old == ctor else "|".join(sorted({*old.split("|"), ctor}))
@@ -382,7 +382,7 @@ def _registered(call: ast.Call) -> str | None:
     return name.value
 
 
-def _bound_methods(value: ast.AST) -> set[str]:
+def bound_methods(value: ast.AST) -> set[str]:
     """`self.forward_fn = self.forward_once` (or `self.a if c else self.b`): {"=self.forward_once"};
     calling the attribute calls the method (megablocks' ParallelMLP)."""
     parts = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]

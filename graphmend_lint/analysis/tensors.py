@@ -275,7 +275,7 @@ class FunctionFacts:
             got = self._early = set()
             names = {n for n in self.params if n in self.assigned}  # shadowed too: read by their own rebinding
             if names:
-                _early_in(_suite(self.func.body), names, set(), got)
+                _early_in(self.func.body.body, names, set(), got)
         return got
 
     def _bound_name(self, name: str, depth: int) -> Value:
@@ -656,11 +656,6 @@ def _shadowed_params(func: cst.FunctionDef, params: set[str]) -> set[str]:
     return out
 
 
-def _suite(block: cst.BaseSuite) -> list:
-    """The statements of a block (an indented one's, or a one-line suite's small statements)."""
-    return list(block.body)
-
-
 def _early_in(stmts: list, names: set[str], bound: set[str], got: set[cst.Name]) -> None:
     """FunctionFacts._early_reads over `stmts` in order: `bound` the names bound so far (a loop's, all
     of them: its later statements run before its earlier ones on the next pass)."""
@@ -673,24 +668,25 @@ def _early_in(stmts: list, names: set[str], bound: set[str], got: set[cst.Name])
                 before = bound | reads.bound
                 got.update(n for n in reads.names if n.value in names and n.value not in before)
             if isinstance(part, cst.If):
-                _early_in(_suite(part.body), names, bound, got)
-                if isinstance(part.orelse, cst.If):  # elif: its test after this branch's statements
-                    _early_in([part.orelse], names, bound, got)
+                blocks = [part.body.body]
+                if isinstance(part.orelse, cst.If):
+                    blocks.append([part.orelse])  # elif: its test after this branch's statements
                 elif isinstance(part.orelse, cst.Else):
-                    _early_in(_suite(part.orelse.body), names, bound, got)
+                    blocks.append(part.orelse.body.body)
+            elif isinstance(part, cst.With):
+                bound.update(n for item in part.items if item.asname is not None
+                             for n in context.target_names(item.asname.name))
+                blocks = [part.body.body]
+            elif isinstance(part, cst.Try):
+                blocks = [part.body.body, *(h.body.body for h in part.handlers),
+                          *(x.body.body for x in (part.orelse, part.finalbody) if x is not None)]
+            else:
+                walk = _Assignments(None)
+                fastwalk.visit(part, walk)
+                bound |= set(walk.values)
                 continue
-            if isinstance(part, (cst.With, cst.Try)):
-                for item in getattr(part, "items", ()):
-                    if item.asname is not None:
-                        bound.update(context.target_names(item.asname.name))
-                blocks = [part.body, *(h.body for h in getattr(part, "handlers", ()))]
-                blocks += [x.body for x in (getattr(part, "orelse", None), getattr(part, "finalbody", None)) if x]
-                for inner in blocks:
-                    _early_in(_suite(inner), names, bound, got)
-                continue
-            walk = _Assignments(None)
-            fastwalk.visit(part, walk)
-            bound |= set(walk.values)
+            for block in blocks:
+                _early_in(list(block), names, bound, got)
 
 
 def _tests_first(stmt: cst.CSTNode) -> list[cst.CSTNode]:
@@ -794,19 +790,15 @@ class _LayerAttrs(cst.CSTVisitor):
         self.other: set[str] = set()  # attributes also bound to something that is not a known constructor
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if not isinstance(node.value, cst.Call):
-            for t in node.targets:
-                name = dotted(t.target)
-                if name and name.startswith("self.") and name.count(".") == 1:
-                    self.other.add(name[5:])
-            return
-        q = self.b.qualify(node.value.func)
+        q = self.b.qualify(node.value.func) if isinstance(node.value, cst.Call) else None
         for t in node.targets:
             name = dotted(t.target)
-            if q and name and name.startswith("self.") and name.count(".") == 1:
+            if not (name and name.startswith("self.") and name.count(".") == 1):
+                continue
+            if q:
                 self.out[name[5:]] = q
-            elif name and name.startswith("self.") and name.count(".") == 1:
-                self.other.add(name[5:])  # `self.x = self.x.tolist()`: not a known constructor
+            else:
+                self.other.add(name[5:])  # `self.x = None`, `self.x = self.x.tolist()`: not a known constructor
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> bool:
         for stmt in node.body:  # assignments are small statements: their expressions need no walk
