@@ -9,7 +9,8 @@ The warm run and the sample run are repeated (`--repeat`, default 3) and their m
 `--stages`: where the cold time of one process goes. Every k-th file of the tree, CPU seconds per
 stage of a lint-only run (read, validate = `ast.parse` + nesting-depth check, the project index's
 summary of the file, pre-filter, skeleton, libcst parse, rules), printed as a markdown table;
-nothing is written. (The CLI makes the skeleton in the index's first pass, in its workers.)
+nothing is written. As in the CLI, the collector is paused while a file is read and analysed, and
+the rules get the skeleton's source (positions one statement at a time); without the index's facts. (The CLI makes the skeleton in the index's first pass, in its workers.)
 
 `--tree-only`: no Fixit; lints a copy of the tree cold and warm, then edits 3 files (a comment line
 appended) and lints those 3 alone with the warm cache, as a pre-commit hook would (per-file
@@ -217,7 +218,7 @@ STAGES = ("read", "validate", "summary", "prefilter", "skeleton", "libcst_parse"
 
 def stages(args) -> int:
     """CPU seconds per stage of a lint-only run, one process, every `args.every`-th file of the tree."""
-    from graphmend_lint import cstparse, engine, files, prefilter, runner, skeleton
+    from graphmend_lint import cstparse, engine, files, gcpause, prefilter, runner, skeleton
     from graphmend_lint.analysis import summary
     from graphmend_lint.settings import Settings
 
@@ -234,21 +235,25 @@ def stages(args) -> int:
             spent[stage] += time.process_time() - t
 
     def run() -> None:
-        nonlocal kept, lines
         for p in paths:
-            try:
-                source = clock("read", files.read_source, p, runner.MAX_BYTES)
-                tree = clock("validate", runner.validate, source)
-            except Exception:  # bad input: the CLI reports it and moves on
-                continue
-            clock("summary", summary.summarize, tree, source.decode("utf-8", "replace"))
-            if not clock("prefilter", prefilter.may_have_findings, source, s.compiled_scope, tree):
-                continue
-            kept += 1
-            lines += source.count(b"\n")
-            lean = clock("skeleton", skeleton.skeleton, source, tree, s.compiled_scope)
-            module = clock("libcst_parse", cstparse.parse_module, lean)
-            clock("rules", engine.lint_module, module, s)
+            with gcpause.paused():  # as the CLI's two passes: the collector waits while a file is analysed
+                one(p)
+
+    def one(p: Path) -> None:
+        nonlocal kept, lines
+        try:
+            source = clock("read", files.read_source, p, runner.MAX_BYTES)
+            tree = clock("validate", runner.validate, source)
+        except Exception:  # bad input: the CLI reports it and moves on
+            return
+        clock("summary", summary.summarize, tree, source.decode("utf-8", "replace"))
+        if not clock("prefilter", prefilter.may_have_findings, source, s.compiled_scope, tree):
+            return
+        kept += 1
+        lines += source.count(b"\n")
+        lean = clock("skeleton", skeleton.skeleton, source, tree, s.compiled_scope)
+        module = clock("libcst_parse", cstparse.parse_module, lean)
+        clock("rules", engine.lint_module, module, s, None, lean)  # positions one statement at a time
 
     # the CLI's analysis runs on a thread with a large stack and a high recursion limit: so does this
     sys.setrecursionlimit(max(sys.getrecursionlimit(), runner.RECURSION_LIMIT))
