@@ -837,6 +837,39 @@ def test_a_helper_called_through_a_local_name_runs_compiled(tmp_path):
     assert lint(paths)["splines.py"] == [(5, "GM101"), (6, "GM201")]
 
 
+def test_a_helper_called_through_an_annotated_local_name_runs_compiled(tmp_path):
+    """`attention_interface: Callable = eager_attention_forward` then `attention_interface(...)`
+    (transformers' attention dispatch): Dynamo traces the helper, in this file or another."""
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/attn.py": "import torch\n\n\ndef eager(x):\n    if torch.any(x > 0):\n        x = x * 2\n    return x\n",
+        "pkg/model.py": """
+            from typing import Callable
+
+            import torch
+            from torch import nn
+            from .attn import eager
+
+
+            def local(x):
+                if x.sum() > 0:
+                    x = x + 1
+                return x
+
+
+            class M(nn.Module):
+                def forward(self, x):
+                    interface: Callable[..., torch.Tensor] = eager
+                    x = interface(x)
+                    other: Callable = local
+                    return other(x)
+            """,
+    })
+    got = lint(paths)
+    assert got["attn.py"] == [(5, "GM101")]
+    assert got["model.py"] == [(10, "GM101")]
+
+
 ROPE = """
     from functools import wraps
 
