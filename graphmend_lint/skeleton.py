@@ -215,8 +215,9 @@ def _read_anyway(node: ast.AST) -> bool:
 
 
 class _Editor:
-    def __init__(self, source: bytes) -> None:
+    def __init__(self, source: bytes, numpy: frozenset[str] = frozenset()) -> None:
         self.lines = source.split(b"\n")  # no CR (see _whole_file): offsets are UTF-8 bytes, like ast's
+        self.numpy = numpy  # the module's names for numpy (_numpy_aliases)
 
     def whole_lines(self, stmt: ast.stmt) -> tuple[int, int] | None:
         """(first, last) line numbers when `stmt` alone occupies them, else None."""
@@ -254,14 +255,51 @@ def _string_assign(stmt: ast.stmt) -> bool:
             and stmt.value.lineno == stmt.lineno and stmt.value.end_lineno == stmt.end_lineno)
 
 
+def _numpy_aliases(tree: ast.Module) -> frozenset[str]:
+    """Names the module's imports bind to `numpy` or its members (`np`, `from numpy import array`)."""
+    out = set()
+    for n in _nodes(tree):
+        if isinstance(n, ast.Import):
+            out.update(a.asname or a.name.split(".")[0] for a in n.names if a.name.split(".")[0] == "numpy")
+        elif isinstance(n, ast.ImportFrom) and n.level == 0 and (n.module or "").split(".")[0] == "numpy":
+            out.update(a.asname or a.name for a in n.names)
+    return frozenset(out)
+
+
+def _numpy_names(func: ast.AST, aliases: frozenset[str]) -> set[str]:
+    """Local names of `func` bound to a value that calls NumPy or reads such a name (to a fixpoint):
+    tensors.numpy_attrs follows them from `self.x = <value>` (FeMaSR's `codebook_params =
+    np.array(p)`), so every statement binding one is kept, and a name's values join as in the whole def."""
+    binds = [(t, n.value) for n in _nodes(func) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+             for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)]
+    reads = [(t.id, {x.id for x in _nodes(v) if isinstance(x, ast.Name)},
+              any(isinstance(x, ast.Call) and (summary.dotted(x.func) or "").split(".")[0] in aliases for x in _nodes(v)))
+             for t, v in binds]
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, names, calls in reads:
+            if name not in out and (calls or names & out):
+                out.add(name)
+                changed = True
+    return out
+
+
+def _binds(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and n.id in names for n in _nodes(node))
+
+
 def _reduce(stmt: ast.AST, ed: _Editor) -> bool:
-    """Blank the body statements of a def that never runs compiled, except those `_read_anyway`.
+    """Blank the body statements of a def that never runs compiled, except those `_read_anyway`
+    and those binding a name of `_numpy_names`.
 
     False (nothing blanked) when none can go; the def is then dropped or kept whole by the caller."""
     body = stmt.body  # type: ignore[attr-defined]
     if body[0].lineno == stmt.lineno or ed.whole_lines(stmt) is None:  # type: ignore[attr-defined]
         return False
-    spans = [ed.whole_lines(s) if not _read_anyway(s) else None for s in body]
+    names = _numpy_names(stmt, ed.numpy) if ed.numpy else set()
+    spans = [ed.whole_lines(s) if not (_read_anyway(s) or names and _binds(s, names)) else None for s in body]
     if not any(spans) or all(spans):
         return False
     for span in spans:
@@ -321,6 +359,6 @@ def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
     defs, used = _collect(tree)
     installed = summary.forward_sets(source.decode("utf-8", "replace")) if b".forward" in source else set()
     compiled = _compiled_defs(defs, used, set(keep) | _class_holders(source, defs) | installed)
-    ed = _Editor(source)
+    ed = _Editor(source, _numpy_aliases(tree) if b"numpy" in source else frozenset())
     _edit(tree.body, ed, compiled, True)
     return b"\n".join(ed.lines), frozenset(d.qualname for d in defs if d.node not in compiled)

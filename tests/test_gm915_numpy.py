@@ -36,3 +36,52 @@ def test_check_fails_while_tracing_runs_numpy():
     got, got_g, breaks = _call(fixed, inputs[1], "aot_eager")
     assert _same(want, got, exact=True) and _same(want_g, got_g, exact=True)
     assert breaks >= 1
+
+
+def test_numpy_attribute_only_when_every_store_is_numpy(tmp_path):
+    """`self.x` counts as a NumPy value only when every store of it in the class is in `__init__`
+    and NumPy-valued: a branch that stores `.tolist()` (FeMaSR's `as_list`) or another method's
+    store leaves it unknown (precision first). The skeleton keeps the names `__init__` binds to NumPy
+    values, so linting it gives the same findings as the whole file."""
+    from graphmend_lint import engine
+    from graphmend_lint.settings import Settings
+
+    src = b"""import numpy as np
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self, params, as_list=False):
+        super().__init__()
+        params = np.array(params)
+        scale = params[:, 0]
+        self.a = scale
+        self.b = params[:, 1]
+        if as_list:
+            self.b = self.b.tolist()
+        self.c = np.sqrt(2)
+        self.d = params.tolist()
+
+    def reset(self):
+        self.c = 1.0
+
+    def forward(self, x, n: int):
+        if n in self.a:
+            x = x + 1
+        if n in self.b:
+            x = x + 2
+        if self.c > 1:
+            x = x + 3
+        if n in self.d:
+            x = x + 4
+        return x
+"""
+    for skeleton in (True, False):
+        got = [(f.line, f.code) for f in engine.check(src, Settings(skeleton=skeleton)).findings]
+        assert got == [(21, "GM915")], skeleton
+    path = tmp_path / "m.py"
+    path.write_bytes(src)
+    from graphmend_lint import parallel
+
+    out = parallel.check_files([path], Settings(), jobs=1, use_cache=False)[0]
+    assert [(f.line, f.code) for f in out.findings] == [(21, "GM915")]

@@ -83,6 +83,7 @@ BREAKS = [
     ("GM917", "y = y * np.allclose(1.0, 1.0)"),
     ("GM917", "y = y + np.isscalar(3)"),
     ("GM917", "a = np.sqrt(8.0); y = y * 2 if np.ndim(a) == 0 else y"),  # np.ndim's break, not GM915's `if`
+    ("GM915", "a = np.array([2, 3]); y = y * 2 if 3 in a else y"),  # `in`: `.item()` of a.__contains__(3)
 ]
 NO_BREAK = [
     "y = y + x.cpu()",
@@ -98,6 +99,7 @@ NO_BREAK = [
     "with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH): y = y + 1",
     "y = y + np.issubdtype(np.float32, np.floating)",
     "y = y * np.prod(y.shape) + np.isclose(1.0, 1.0)",
+    "a = np.array([2, 3]); y = y * 2 if len(a) > 1 and a.shape[0] > 1 else y",
 ]
 
 

@@ -8,7 +8,8 @@ import libcst as cst
 from . import external, numpy_values
 from .bindings import Bindings, dotted
 from .scope import CompiledScope
-from .tensors import BUFFER, NUMPY, FunctionFacts, Value, module_layer_attrs, number_attrs, returns_tensor, tensor
+from .tensors import (BUFFER, NUMPY, NUMPY_ATTR, FunctionFacts, Value, module_layer_attrs, number_attrs, numpy_attrs,
+                      returns_tensor, tensor)
 
 __all__ = ["ModuleFacts"]
 
@@ -24,6 +25,7 @@ class ModuleFacts:
         self.scope = CompiledScope(module, self.bindings, mode=compiled_scope, ext=ext)
         self._functions: dict[cst.FunctionDef, FunctionFacts] = {}
         self._layers: dict[cst.ClassDef, dict[str, str]] = {}
+        self._numpy_stores: dict[cst.ClassDef, dict[str, cst.BaseExpression]] = {}
         self._caller_map: dict | None = None
         self._params_active: set = set()
 
@@ -35,9 +37,7 @@ class ModuleFacts:
             attrs: dict[str, str] = {}
             if cls is not None:
                 for c in self.scope.class_bases(cls):
-                    if c not in self._layers:
-                        self._layers[c] = module_layer_attrs(c, self.bindings)
-                    attrs = {**self._layers[c], **attrs}
+                    attrs = {**self._class_attrs(c), **attrs}
                 for entry in self.scope.ext.buffers:  # registered by a base class of another file
                     owner, _, name = entry.partition("\t")
                     if owner == cls.name.value:
@@ -47,6 +47,23 @@ class ModuleFacts:
                 func, self.bindings, attrs, lambda name, f=func: me()._from_callers(f, name),
                 lambda call, f=func: me()._from_callee(f, call))
         return facts
+
+    def _class_attrs(self, cls: cst.ClassDef) -> dict[str, str]:
+        """`self.x` -> what it holds, from the class's own methods (module_layer_attrs, numpy_attrs)."""
+        if cls not in self._layers:
+            made = numpy_attrs(cls, self.bindings)
+            self._numpy_stores[cls] = made
+            self._layers[cls] = {**module_layer_attrs(cls, self.bindings), **dict.fromkeys(made, NUMPY_ATTR)}
+        return self._layers[cls]
+
+    def numpy_store(self, func: cst.FunctionDef, attr: str) -> cst.BaseExpression | None:
+        """The NumPy value `__init__` stores in `self.<attr>`, for a method `func` of a class that has one."""
+        cls = self.scope.index.class_of.get(func)
+        for c in self.scope.class_bases(cls) if cls is not None else ():
+            self._class_attrs(c)
+            if attr in self._numpy_stores[c]:
+                return self._numpy_stores[c][attr]
+        return None
 
     def _from_callee(self, func: cst.FunctionDef, call: cst.Call) -> Value | None:
         """NUMPY when the same-file function or `self.` method `call` calls returns a numpy value

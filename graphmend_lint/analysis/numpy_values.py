@@ -13,6 +13,7 @@ import libcst as cst
 
 from .. import fastwalk
 from .bindings import dotted
+from .tensors import NUMPY_ATTR
 
 # numpy functions whose result is a constant or a Python value, never a traced NumPy value, whatever
 # their arguments (`issubdtype` of constants is folded to a Python bool: measured, 0 breaks)
@@ -80,11 +81,6 @@ def breaking_call(q: str | None) -> str | None:
     if q[6:] in NOT_ARRAY:
         return "GB0208"
     return None
-    if q[6:] in UNTRACED:
-        return q, "GB0294"
-    if q[6:] in NOT_ARRAY:
-        return q, "GB0208"
-    return None
 
 
 def _to_python(b, node: cst.CSTNode) -> bool:
@@ -107,9 +103,10 @@ def compile_branch(b, node: cst.IfExp) -> bool:
     return context.is_compiling_check(head, b)
 
 
-def sources(mf, func: cst.FunctionDef, expr: cst.CSTNode) -> list[tuple[cst.FunctionDef, cst.Call]]:
+def sources(mf, func: cst.FunctionDef, expr: cst.CSTNode) -> list[tuple[cst.FunctionDef, cst.CSTNode]]:
     """The NumPy calls (with the function holding each) whose values `expr` reads: through local
-    names' assignments and the returns of same-file functions and `self.` methods it calls."""
+    names' assignments and the returns of same-file functions and `self.` methods it calls; and the
+    `self.x` attributes that hold a NumPy value (an Attribute node, not a call)."""
     out: list = []
     seen: set = set()
     _walk(mf, func, expr, out, seen, 0)
@@ -124,7 +121,7 @@ def _walk(mf, func, node, out, seen, depth) -> None:
         return  # `np.issubdtype(a.dtype, ...)`, `np.ndim(a)`: not a NumPy value, whatever `a` is
     if _to_python(b, node):
         return  # `np.prod(ms).item()`, `int(np.lcm(a, b))`: a Python number after the call (its own break)
-    if numpy_call(b, node) is not None:
+    if numpy_call(b, node) is not None or _numpy_attr(mf, func, node):
         if (func, node) not in seen:
             seen.add((func, node))
             out.append((func, node))
@@ -151,6 +148,12 @@ def _walk(mf, func, node, out, seen, depth) -> None:
                 _walk(mf, callee, ret, out, seen, depth + 1)
     for child in node.children:
         _walk(mf, func, child, out, seen, depth)
+
+
+def _numpy_attr(mf, func, node: cst.CSTNode) -> bool:
+    """`self.x` where `__init__` stores a NumPy value (tensors.numpy_attrs): a source of its own."""
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
+        and mf.function(func).module_attrs.get(node.attr.value) == NUMPY_ATTR
 
 
 def callee_of(mf, func: cst.FunctionDef, call: cst.Call) -> cst.FunctionDef | None:

@@ -352,8 +352,8 @@ class FunctionFacts:
         if m in T.STATIC_METHODS:
             return STATIC
         recv = self.value(recv_node, depth + 1)
-        if recv.numpy:
-            return NUMPY
+        if recv.numpy:  # `a.tolist()`, `a.item()`: Python values (numpy_values._to_python)
+            return STATIC if m in ("tolist", "item") and not call.args else NUMPY
         if m in T.DATA_METHODS:
             return DATA
         if recv.kind == "static":
@@ -503,6 +503,9 @@ class FunctionFacts:
                     self.module_attrs.get(name[5:]) in (BUFFER, "torch.nn.Parameter", "torch.nn.parameter.Parameter")
                     or self.module_attrs.get(name[5:]) in T.NEW_OBJECT_FUNCS):
                 return tensor()  # a buffer, a parameter, or `self.done = torch.tensor(1.0)` (normflows' ActNorm)
+            if name is not None and name.startswith("self.") and name.count(".") == 1 \
+                    and self.module_attrs.get(name[5:]) == NUMPY_ATTR:
+                return NUMPY  # `self.scale = np.array(...)` in __init__ (FeMaSR's codebook_scale)
             return UNKNOWN
         if isinstance(node, cst.Subscript):
             inner = self.value(node.value, depth + 1)
@@ -516,6 +519,9 @@ class FunctionFacts:
             return self._call(node, depth)
         if isinstance(node, cst.Comparison):
             ops = [node.left, *(c.comparator for c in node.comparisons)]
+            if any(isinstance(c.operator, (cst.In, cst.NotIn)) and self.value(c.comparator, depth + 1).numpy
+                   for c in node.comparisons):
+                return NUMPY  # `n in arr`: Dynamo traces `arr.__contains__(n)` and reads its value (`.item()`)
             if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
                 return STATIC
             vals = [self.value(o, depth + 1) for o in ops]
@@ -556,8 +562,9 @@ class FunctionFacts:
             return tensor(left.zero_dim and right.zero_dim, same)
         t, other_node = (left, node.right) if left.is_tensor else (right, node.left)
         num = number_literal(other_node)
-        if num is None:
-            return tensor(False, None) if (left.kind == "unknown" or right.kind == "unknown") else tensor(t.zero_dim, None)
+        if num is None:  # an unknown or NumPy operand may be an array: the result's rank is not known
+            return tensor(False, None) if (left.kind == "unknown" or right.kind == "unknown" or left.numpy
+                                           or right.numpy) else tensor(t.zero_dim, None)
         dtype = t.dtype if t.dtype == "float" or (t.dtype == "int" and num == "int" and not isinstance(node.operator, cst.Divide)) else None
         return tensor(t.zero_dim, dtype)
 
@@ -754,6 +761,7 @@ class _Names(cst.CSTVisitor):
 
 
 BUFFER = "torch.Tensor"  # module_layer_attrs' entry for a registered buffer or parameter
+NUMPY_ATTR = "numpy"  # the entry for an attribute that holds a NumPy value (numpy_attrs)
 
 
 def _registered(call: cst.Call) -> str | None:
@@ -811,6 +819,35 @@ class _LayerAttrs(cst.CSTVisitor):
         return False
 
     visit_SimpleStatementSuite = visit_SimpleStatementLine
+
+
+def numpy_attrs(cls: cst.ClassDef, b: Bindings) -> dict[str, cst.BaseExpression]:
+    """Attributes `self.x` that hold a NumPy value -> the value stored: every store of `self.x` in
+    the class's methods is `self.x = <value>` in `__init__`, with a NumPy value (`np.array(...)[:, 0]`,
+    also through names `__init__` binds: FeMaSR's `codebook_params = np.array(p)` then
+    `self.codebook_scale = codebook_params[:, 0]`). Dynamo traces such an attribute as a tensor, so
+    a test of its values breaks (measured on torch 2.13: `n in self.a`, `self.a.max() > 1`, `self.a[0]
+    > 1`, `self.g > 1` with `self.g = np.sqrt(2)`; not `self.a is None`, `len(self.a)`, `self.a.shape`)."""
+    if not any(t == "numpy" or t.startswith("numpy.") for t in b.aliases.values()):
+        return {}
+    good: dict[str, cst.BaseExpression] = {}
+    bad: set[str] = set()
+    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []:
+        if not isinstance(stmt, cst.FunctionDef):
+            continue
+        walk = _Stores(stmt)
+        fastwalk.visit(stmt, walk)
+        facts = None
+        for attr, value, _ in walk.stores:
+            if value is None or stmt.name.value not in T.INIT_METHODS:
+                bad.add(attr)  # stored by another method, `+=`, an unpacking
+                continue
+            facts = facts or FunctionFacts(stmt, b, {})
+            if facts.value(value).numpy:
+                good.setdefault(attr, value)
+            else:
+                bad.add(attr)  # `self.x = self.x.tolist()` in a branch: not always NumPy
+    return {a: v for a, v in good.items() if a not in bad}
 
 
 _NUMBER_TYPES = {"int", "float"}

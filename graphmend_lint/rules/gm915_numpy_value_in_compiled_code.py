@@ -18,9 +18,11 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
     """
     ## What it does
     Finds tests and conversions of NumPy values in code that runs under `torch.compile`: an
-    `if`/`while`/ternary/`assert` test, or `int()`/`float()`/`bool()`, on a value computed by a
-    NumPy function (`np.lcm`, `np.sqrt`, ...), even from Python numbers, directly, through local
-    names, or returned by a same-file helper (reformer's `_get_least_common_mult_chunk_len`).
+    `if`/`while`/ternary/`assert` test (`in` included), or `int()`/`float()`/`bool()`, on a value
+    computed by a NumPy function (`np.lcm`, `np.sqrt`, ...), even from Python numbers, directly,
+    through local names, or returned by a same-file helper (reformer's
+    `_get_least_common_mult_chunk_len`); or on an attribute that `__init__` sets to a NumPy value
+    (spandrel's FeMaSR: `if cur_res in self.codebook_scale:`, a column of a NumPy array).
 
     ## Why it breaks the graph
     Dynamo traces NumPy code as tensors (`torch._numpy`), also on Python numbers: the value of
@@ -28,7 +30,10 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
     of it is data-dependent. Measured on torch 2.13 (eager backend, Dynamo's graph_breaks log):
     `lcm = np.lcm(a, b)` then `if x.shape[-1] % lcm != 0:` is 1 break ("Data-dependent
     branching"), `if np.sqrt(self.d) > 1.5:` 1 break, `int(np.lcm(a, b))` 1 break; the same code
-    with `math.lcm`/`math.sqrt` runs in one graph. `int()`/`float()` break only on integer
+    with `math.lcm`/`math.sqrt` runs in one graph. A NumPy attribute of the module is traced the
+    same way: `n in self.a` breaks (Dynamo calls `.item()` on `self.a.__contains__(n)`), and so do
+    `self.a.max() > 1` and `self.g > 1` with `self.g = np.sqrt(2)`; `self.a is None`, `len(self.a)`
+    and `self.a.shape` do not. `int()`/`float()` break only on integer
     NumPy values: `int(np.lcm(3, 4))` and `int(np.floor(4))` break, `int(np.sqrt(4))`,
     `float(np.sqrt(4))` and `int(np.floor(2.5))` do not; so a conversion is reported only where
     every NumPy source gives an integer whatever its arguments (`np.lcm`, `np.gcd`), and
@@ -75,7 +80,8 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
     Unsafe for `log`, `log2`, `log10`, `exp`: libm and torch's kernels may differ in the last bit.
 
     ## When no fix is offered
-    Other NumPy functions, arguments that are not names, attributes or numbers (they would be
+    An attribute set in `__init__` (which runs eagerly): store a Python value (`.tolist()`,
+    `float()`) or a tensor buffer there instead. Other NumPy functions, arguments that are not names, attributes or numbers (they would be
     evaluated twice), keyword arguments, a value that is also used as a NumPy object (an attribute
     read or an index on it or on the local name it is assigned to: `math.prod(ms)` has no `.astype`).
     A value turned into a Python number first (`np.prod(ms).item()`, `int(np.lcm(a, b))`) is not
@@ -88,6 +94,8 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
     FIX = "sometimes"
     MESSAGE = ("{what} on a NumPy value breaks the graph: Dynamo traces NumPy values as tensors, and this one "
                "comes from `{call}` (line {line}); compute it with Python numbers (`math`)")
+    ATTR_MESSAGE = ("{what} on a NumPy value breaks the graph: Dynamo traces NumPy values as tensors, and "
+                    "`self.{attr}` holds one (stored line {line})")
 
     VALID = [
         Valid(
@@ -157,6 +165,15 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
             return
         found = [s for s in NV.sources(self.facts, func, expr) if self._may_reach(func, expr, s)]
         if not found:
+            return
+        attrs = [n for _, n in found if isinstance(n, cst.Attribute)]
+        found = [(h, n) for h, n in found if isinstance(n, cst.Call)]
+        if attrs and not found:  # made in `__init__`, outside compiled code: nothing to rewrite here
+            store = self.facts.numpy_store(func, attrs[0].attr.value)
+            line = self.get_metadata(PositionProvider, store).start.line if store is not None else None
+            head = self.ATTR_MESSAGE.format(what=what, attr=attrs[0].attr.value, line=line)
+            self.report_fix(node, head, NoFix("the NumPy value is made outside compiled code; store a Python "
+                                              "value (`.tolist()`, `float()`) or a tensor buffer instead"), at=expr)
             return
         holder, call = found[0]
         outcome = None
@@ -230,7 +247,8 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
         if func is None:
             return False
         found = NV.sources(self.facts, func, expr)
-        return bool(found) and all(self.facts.bindings.qualify(c.func) in INTEGER_RESULTS for _, c in found)
+        return bool(found) and all(isinstance(c, cst.Call) and self.facts.bindings.qualify(c.func) in INTEGER_RESULTS
+                                   for _, c in found)
 
 
 
