@@ -169,3 +169,39 @@ class Rope(nn.Module):
     assert ff.value(cst.parse_expression("seq_len")) == ff.value(cst.parse_expression("torch.max(position_ids) + 1"))
     assert ff.value(cst.parse_expression("seq_len")).zero_dim
     assert ff.value(cst.parse_expression("n")).kind == "unknown"
+
+
+def test_parameter_handed_to_zeros_like_by_every_call_is_a_tensor():
+    """`torch.zeros_like(p)` raises TypeError unless `p` is a tensor: a parameter never rebound, handed to
+    it in a statement every call reaches, is a tensor (nflows' LogTanh). Not after a `return`/`raise`/
+    `yield` (a call may leave before), not inside a branch, not when the parameter is rebound."""
+    src = """
+import torch
+from torch import nn
+
+class M(nn.Module):
+    def forward(self, a, b, c, d, e):
+        m = a > 0
+        out = torch.zeros_like(a)
+        if b is None:
+            return out
+        torch.ones_like(b)
+        if c.dim() > 1:
+            z = torch.zeros_like(c)
+        d = d * 2
+        torch.zeros_like(d)
+        return out
+
+    def after_raise(self, a):
+        if a is None:
+            raise ValueError
+        return torch.zeros_like(a)
+"""
+    f = facts(src)
+    ff = f.function(func(f, "forward"))
+    kinds = {n: ff.value(cst.parse_expression(n)).kind for n in ("a", "m", "b", "c", "e")}
+    assert kinds == {"a": "tensor", "m": "tensor", "b": "unknown", "c": "unknown", "e": "unknown"}
+    assert ff.value(cst.parse_expression("m")).dtype == "bool"
+    assert ff._used_as_tensor() == {"a"}  # `d` is rebound before its use
+    g = f.function(func(f, "after_raise"))
+    assert g.value(cst.parse_expression("a")).kind == "unknown"

@@ -209,3 +209,10 @@ FOREIGN_MODULES = {"pandas", "scipy", "sklearn", "PIL", "cv2", "polars", "pyarro
 
 # Calls that make a logger (`logging.getLogger`, transformers' `get_logger`, vLLM/SGLang's `init_logger`).
 LOGGER_FACTORIES = ("getLogger", "get_logger", "init_logger")
+
+# torch functions that raise TypeError unless their first argument is a tensor (measured on torch 2.13 with
+# floats, ints, lists, None, NumPy arrays): a parameter handed to one, in a statement every call reaches, is a
+# tensor (tensors.FunctionFacts._used_as_tensor).
+TENSOR_ONLY_LIKE = frozenset({"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like",
+                              "torch.rand_like", "torch.randn_like", "torch.randint_like"})
+

@@ -343,7 +343,37 @@ class FunctionFacts:
             got = self.caller_value(name)  # what every same-file caller hands in
             if got is not None:
                 return got
+        if name in self._used_as_tensor():
+            return tensor()
         return UNKNOWN
+
+    def _used_as_tensor(self) -> set[str]:
+        """Parameters that the body hands to `torch.zeros_like(p)` and the like (TypeError unless p is a
+        tensor) in a statement of its own that every call reaches: at the top of the body, with no
+        `return`/`raise`/`yield` before it, the parameter never rebound. Every run that gets past it had a
+        tensor there, and a parameter keeps its value: nflows' `LogTanh.forward(self, inputs)` masks
+        `inputs > self.cut_point` and indexes `inputs[mask_middle]` around `outputs = torch.zeros_like(inputs)`
+        (Dynamo: a dynamic-shape break at each mask)."""
+        got = self.__dict__.get("_as_tensor")
+        if got is None:
+            got = self._as_tensor = set()
+            body = self.func.body.body if isinstance(self.func.body, cst.IndentedBlock) else ()
+            for stmt in body:
+                if not isinstance(stmt, cst.SimpleStatementLine):
+                    if _exits(stmt):
+                        break
+                    continue
+                for small in stmt.body:
+                    if isinstance(small, (cst.Return, cst.Raise)) or _exits(small):
+                        return got
+                    value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign, cst.Expr)) else None
+                    if isinstance(value, cst.Call) and self.b.qualify(value.func) in T.TENSOR_ONLY_LIKE and value.args \
+                            and value.args[0].keyword is None and not value.args[0].star \
+                            and isinstance(value.args[0].value, cst.Name):
+                        p = value.args[0].value.value
+                        if p in self.params and p not in self.assigned:
+                            got.add(p)
+        return got
 
     # -- calls ---------------------------------------------------------------
     def _method(self, call: cst.Call, attr: cst.Attribute, depth: int) -> Value:
@@ -604,6 +634,28 @@ class FunctionFacts:
 
 # Annotations that name a tensor, and the dtype each says.
 TENSOR_TYPES = {"torch.Tensor": None, "torch.FloatTensor": "float", "torch.LongTensor": "int", "torch.BoolTensor": "bool"}
+
+
+class _Exit(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Return(self, node) -> None:
+        self.found = True
+
+    visit_Raise = visit_Yield = visit_Return
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+
+def _exits(node: cst.CSTNode) -> bool:
+    """A `return`, `raise` or `yield` inside `node` (not in nested defs, lambdas or classes)."""
+    v = _Exit()
+    fastwalk.visit(node, v)
+    return v.found
 
 
 def returns_tensor(func: cst.FunctionDef, b: Bindings) -> Value | None:
