@@ -257,8 +257,11 @@ def _string_assign(stmt: ast.stmt) -> bool:
 
 def _numpy_aliases(tree: ast.Module) -> frozenset[str]:
     """Names the module's imports bind to `numpy` or its members (`np`, `from numpy import array`)."""
-    out = set()
-    for n in _nodes(tree):
+    out: set[str] = set()
+    todo = [tree]
+    while todo:  # statements only: imports are statements, and expressions are most of the nodes
+        n = todo.pop()
+        todo.extend(_children(n))
         if isinstance(n, ast.Import):
             out.update(a.asname or a.name.split(".")[0] for a in n.names if a.name.split(".")[0] == "numpy")
         elif isinstance(n, ast.ImportFrom) and n.level == 0 and (n.module or "").split(".")[0] == "numpy":
@@ -298,7 +301,8 @@ def _reduce(stmt: ast.AST, ed: _Editor) -> bool:
     body = stmt.body  # type: ignore[attr-defined]
     if body[0].lineno == stmt.lineno or ed.whole_lines(stmt) is None:  # type: ignore[attr-defined]
         return False
-    names = _numpy_names(stmt, ed.numpy) if ed.numpy else set()
+    text = b"\n".join(ed.lines[stmt.lineno - 1:stmt.end_lineno]) if ed.numpy else b""  # type: ignore[attr-defined]
+    names = _numpy_names(stmt, ed.numpy) if any(a.encode() in text for a in ed.numpy) else set()
     spans = [ed.whole_lines(s) if not (_read_anyway(s) or names and _binds(s, names)) else None for s in body]
     if not any(spans) or all(spans):
         return False
