@@ -256,9 +256,9 @@ class _Summary:
         for m in _LOCAL_ALIAS.finditer(text):  # `spline_fn = splines.spline`, then `spline_fn(...)` (nflows)
             if m.group(1) in found:
                 found.add(m.group(2))
-        for table, funcs in self.tables.items():  # `routines[self.loss][backend](x, y)` (geomloss)
-            if re.search(rf"(?<![\w.]){table}\s*\[", text):
-                found.update(funcs)
+        if self.tables:  # `routines[self.loss][backend](x, y)` (geomloss)
+            for m in self._table_reads.finditer(text):
+                found.update(self.tables[m.group(1)])
         calls = sorted(found - {node.name})  # type: ignore[attr-defined]
         ret = _returns(node) if guarded and len(text) < 4000 else []
         self.defs[name] = {"calls": calls, "deco": deco, "ret": ret}
@@ -301,6 +301,8 @@ class _Summary:
                 funcs = _table_functions(s.value, self.imports)
                 if funcs:
                     self.tables[s.targets[0].id] = funcs
+        if self.tables:
+            self._table_reads = re.compile(rf"(?<![\w.])({'|'.join(map(re.escape, self.tables))})\s*\[")
         for s in tree.body:
             self.top(s)
 
