@@ -3,6 +3,7 @@ torch breaks the graph, every break of an invalid fixture is predicted, valid fi
 and the configs named in the messages do (or do not) remove the break."""
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 
@@ -32,6 +33,7 @@ CONFIG = {
     "GM916": ({**SCALARS, **SHAPES}, False), "GM917": ({**SCALARS, **SHAPES}, False),
     "GM919": ({"allow_rnn": True}, True), "GM920": ({**SCALARS, **SHAPES}, False),
     "GM921": ({**SCALARS, **SHAPES}, False), "GM922": ({"trace_autograd_ops": True}, True),
+    "GM923": ({**SCALARS, **SHAPES}, False),
 }
 
 
@@ -117,3 +119,36 @@ def test_requires_grad_method_breaks_with_gradients_on():
     torch._dynamo.reset()
     findings = engine.check(case.read_bytes(), Settings()).findings
     assert {b.line_in(str(case)) for b in breaks} - {None} == {f.line for f in findings} == {12}
+
+
+# A sample construction of each layer in analysis/tables.PARAMETER_LAYERS, and of it with its flag off.
+_LAYER_ARGS = {"Linear": (4, 4), "Bilinear": (2, 2, 2), "Embedding": (3, 2), "EmbeddingBag": (3, 2), "PReLU": (),
+               "MultiheadAttention": (4, 2), "TransformerEncoderLayer": (4, 2), "TransformerDecoderLayer": (4, 2),
+               "LayerNorm": (4,), "RMSNorm": (4,), "GroupNorm": (1, 4)}
+
+
+@pytest.mark.parametrize("q", sorted(__import__("graphmend_lint.analysis.tables", fromlist=["x"]).PARAMETER_LAYERS))
+def test_parameter_layers_table_matches_torch(q):
+    """GM923's table: each layer makes parameters when built (unless its flag says not), and building one
+    in compiled code breaks the graph at the call."""
+    from graphmend_lint.analysis.tables import PARAMETER_LAYERS
+
+    name = q.rsplit(".", 1)[1]
+    cls = getattr(torch.nn, name)
+    args = _LAYER_ARGS.get(name, (2, 2, 1) if name.startswith("Conv") else (4, 4) if name.endswith("Cell")
+                           or name in ("LSTM", "GRU", "RNN") else (4,))
+    flag = PARAMETER_LAYERS[q]
+    with_params = {flag[0]: True} if flag and not flag[2] else {}
+    assert list(cls(*args, **with_params).parameters()), q
+    if flag:
+        assert not list(cls(*args, **{flag[0]: False}).parameters()), q
+        assert list(inspect.signature(cls).parameters).index(flag[0]) == flag[1], q  # the flag's position
+
+    def build():
+        return cls(*args, **with_params)
+
+    torch._dynamo.reset()
+    breaks = coverage.compiled_breaks(build, [()])
+    torch._dynamo.reset()
+    assert any("torch.nn.Parameter()" in (b.reason or "") for b in breaks), q
+

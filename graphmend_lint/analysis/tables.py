@@ -216,3 +216,20 @@ LOGGER_FACTORIES = ("getLogger", "get_logger", "init_logger")
 TENSOR_ONLY_LIKE = frozenset({"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like",
                               "torch.rand_like", "torch.randn_like", "torch.randint_like"})
 
+# torch.nn classes that make parameters when built (GM923): Dynamo breaks at `torch.nn.Parameter()`
+# ("Attempted to use `torch.nn.Parameter()` constructor with Dynamo", measured on torch 2.13). None: always;
+# (keyword, position, default): only while that flag is true (`LayerNorm(4, elementwise_affine=False)` makes
+# none, and `InstanceNorm1d` makes them only with `affine=True`). tests/test_gm9_rules.py builds each one.
+PARAMETER_LAYERS = {
+    **dict.fromkeys(f"torch.nn.{n}" for n in (
+        "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+        "Embedding", "EmbeddingBag", "PReLU", "MultiheadAttention", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell",
+        "RNNCell", "TransformerEncoderLayer", "TransformerDecoderLayer")),
+    "torch.nn.LayerNorm": ("elementwise_affine", 2, True),
+    "torch.nn.RMSNorm": ("elementwise_affine", 2, True),
+    "torch.nn.GroupNorm": ("affine", 3, True),
+    **{f"torch.nn.BatchNorm{d}d": ("affine", 3, True) for d in (1, 2, 3)},
+    **{f"torch.nn.InstanceNorm{d}d": ("affine", 3, False) for d in (1, 2, 3)},
+}
+PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+
