@@ -207,10 +207,13 @@ _REGISTER = ("register_buffer", "register_parameter")
 
 
 def _read_anyway(node: ast.AST) -> bool:
-    """Code the analysis reads in any function: imports (Bindings), attribute stores (`self.x = ...`),
-    buffers and parameters registered by name (`self.register_buffer("x", ...)`: tensor attributes)."""
+    """Code the analysis reads in any function: imports (Bindings), attribute stores (`self.x = ...`, and
+    `setattr`/`__dict__`, which make a class's NumPy attributes unknown), buffers and parameters
+    registered by name (`self.register_buffer("x", ...)`: tensor attributes)."""
     return any(isinstance(n, (ast.Import, ast.ImportFrom))
-               or isinstance(n, ast.Attribute) and (not isinstance(n.ctx, ast.Load) or n.attr in _REGISTER)
+               or isinstance(n, ast.Attribute) and (not isinstance(n.ctx, ast.Load) or n.attr in _REGISTER
+                                                    or n.attr == "__dict__")
+               or isinstance(n, ast.Name) and n.id == "setattr"  # stores tensors.numpy_attrs cannot see
                for n in _nodes(node))
 
 
@@ -270,10 +273,11 @@ def _numpy_aliases(tree: ast.Module) -> frozenset[str]:
 
 
 def _numpy_names(func: ast.AST, aliases: frozenset[str]) -> set[str]:
-    """Local names of `func` bound to a value that calls NumPy or reads such a name (to a fixpoint):
+    """Local names of `func` bound (`=`, `:=`) to a value that calls NumPy or reads such a name (to a fixpoint):
     tensors.numpy_attrs follows them from `self.x = <value>` (FeMaSR's `codebook_params =
     np.array(p)`), so every statement binding one is kept, and a name's values join as in the whole def."""
-    binds = [(t, n.value) for n in _nodes(func) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+    binds = [(t, n.value) for n in _nodes(func) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
+             and n.value is not None
              for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)]
     reads = [(t.id, {x.id for x in _nodes(v) if isinstance(x, ast.Name)},
               any(isinstance(x, ast.Call) and (summary.dotted(x.func) or "").split(".")[0] in aliases for x in _nodes(v)))

@@ -85,3 +85,99 @@ class M(nn.Module):
 
     out = parallel.check_files([path], Settings(), jobs=1, use_cache=False)[0]
     assert [(f.line, f.code) for f in out.findings] == [(21, "GM915")]
+
+
+@pytest.mark.parametrize("init,forward,reported", [
+    # every store must be NumPy and visible: a nested def's store, setattr, a subclass's store rule it out
+    ("self.a = np.array([1, 2])\n        def as_list():\n            self.a = self.a.tolist()\n        as_list()",
+     "n in self.a", False),
+    ("self.a = np.array([1, 2])\n        setattr(self, 'a', [1, 2])", "n in self.a", False),
+    # an annotation is no value; NumPy's random generators are not arrays
+    ("self.a = sizes", "n in self.a", False),
+    ("self.rng = np.random.default_rng(0)", "self.rng.random() > 0.5", False),
+    # a name bound with `:=`: the skeleton keeps it, so both ways report it
+    ("if (arr := np.array([[1, 2]])) is not None:\n            self.a = arr[:, 0]", "n in self.a", True),
+    ("self.a = np.array([1, 2])", "n in self.a", True),
+])
+def test_numpy_attribute_cases(init, forward, reported):
+    """Cases of the review of 45998b3 (/tmp/rev28): the false findings it found measured no break under
+    Dynamo; the walrus case breaks (GB0124) and was missed with the skeleton only."""
+    from graphmend_lint import engine
+    from graphmend_lint.settings import Settings
+
+    src = f"""import numpy as np
+import numpy.typing as npt
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self, sizes: npt.ArrayLike = (32, 64)):
+        super().__init__()
+        {init}
+
+    def forward(self, x, n: int = 2):
+        if {forward}:
+            x = x + 1
+        return x
+""".encode()
+    for skeleton in (True, False):
+        got = [f.code for f in engine.check(src, Settings(skeleton=skeleton)).findings]
+        assert got == (["GM915"] if reported else []), (skeleton, got)
+
+
+def test_numpy_attribute_rebound_by_a_subclass():
+    from graphmend_lint import engine
+    from graphmend_lint.settings import Settings
+
+    src = b"""import numpy as np
+from torch import nn
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = np.array([1, 2])
+
+
+class Sub(Base):
+    def __init__(self):
+        super().__init__()
+        self.a = [1, 2]
+
+    def forward(self, x, n: int = 2):
+        if n in self.a:
+            x = x + 1
+        return x
+
+
+class Other(Base):
+    def forward(self, x, n: int = 2):
+        if n in self.a:
+            x = x + 1
+        return x
+"""
+    assert [(f.line, f.code) for f in engine.check(src, Settings()).findings] == [(24, "GM915")]
+
+
+def test_tolist_of_a_numpy_value_is_reported():
+    """`.tolist()` of a NumPy array breaks (measured: "Data dependent operator" for ints, GB0109 for floats),
+    made in compiled code or stored by `__init__`."""
+    from graphmend_lint import engine
+    from graphmend_lint.settings import Settings
+
+    src = b"""import numpy as np
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = np.array([1, 2])
+
+    def forward(self, x):
+        s = self.a.tolist()
+        t = np.array([1.0, 2.5]).tolist()
+        return x * len(s) * len(t)
+"""
+    assert [(f.line, f.code) for f in engine.check(src, Settings()).findings] == [(11, "GM902"), (12, "GM902")]
+

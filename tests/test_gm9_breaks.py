@@ -124,7 +124,8 @@ def test_requires_grad_method_breaks_with_gradients_on():
 # A sample construction of each layer in analysis/tables.PARAMETER_LAYERS, and of it with its flag off.
 _LAYER_ARGS = {"Linear": (4, 4), "Bilinear": (2, 2, 2), "Embedding": (3, 2), "EmbeddingBag": (3, 2), "PReLU": (),
                "MultiheadAttention": (4, 2), "TransformerEncoderLayer": (4, 2), "TransformerDecoderLayer": (4, 2),
-               "LayerNorm": (4,), "RMSNorm": (4,), "GroupNorm": (1, 4)}
+               "LayerNorm": (4,), "RMSNorm": (4,), "GroupNorm": (1, 4), "LazyLinear": (4,), "LazyConv1d": (2, 1),
+               "LazyConv2d": (2, 1), "LazyConv3d": (2, 1)}
 
 
 @pytest.mark.parametrize("q", sorted(__import__("graphmend_lint.analysis.tables", fromlist=["x"]).PARAMETER_LAYERS))
@@ -151,4 +152,18 @@ def test_parameter_layers_table_matches_torch(q):
     breaks = coverage.compiled_breaks(build, [()])
     torch._dynamo.reset()
     assert any("torch.nn.Parameter()" in (b.reason or "") for b in breaks), q
+
+
+@pytest.mark.parametrize("build", [lambda: torch.nn.Parameter(torch.ones(2)),
+                                   lambda: torch.nn.Parameter(torch.ones(2), requires_grad=False),
+                                   lambda: torch.nn.Embedding.from_pretrained(torch.ones(3, 2)),
+                                   lambda: torch.nn.EmbeddingBag.from_pretrained(torch.ones(3, 2))],
+                         ids=["Parameter", "Parameter-no-grad", "Embedding.from_pretrained",
+                              "EmbeddingBag.from_pretrained"])
+def test_parameter_constructors_break(build):
+    """GM923's PARAMETER: each breaks the graph at `torch.nn.Parameter()` when called in compiled code."""
+    torch._dynamo.reset()
+    breaks = coverage.compiled_breaks(build, [()])
+    torch._dynamo.reset()
+    assert any("torch.nn.Parameter()" in (b.reason or "") for b in breaks)
 

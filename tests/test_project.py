@@ -924,6 +924,34 @@ def test_functions_of_a_dispatch_table_run_compiled(tmp_path):
     assert got["loss.py"] == [(10, "GM101")]
 
 
+def test_a_local_named_like_a_dispatch_table_is_not_it(tmp_path):
+    """`routines = {...}` bound in the def itself shadows the module's table (review of 08d6f10)."""
+    paths = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/loss.py": """
+            from torch import nn
+
+
+            def energy(x, y):
+                return (x - y).sum().item()
+
+
+            def gauss(x, y):
+                return (x - y).pow(2).sum()
+
+
+            routines = {"energy": energy}
+
+
+            class M(nn.Module):
+                def forward(self, x, y):
+                    routines = {"gauss": gauss}
+                    return routines["gauss"](x, y)
+            """,
+    })
+    assert lint(paths)["loss.py"] == []
+
+
 ROPE = """
     from functools import wraps
 

@@ -26,6 +26,7 @@ class ModuleFacts:
         self._functions: dict[cst.FunctionDef, FunctionFacts] = {}
         self._layers: dict[cst.ClassDef, dict[str, str]] = {}
         self._numpy_stores: dict[cst.ClassDef, dict[str, cst.BaseExpression]] = {}
+        self._stored: dict[cst.ClassDef, set[str]] = {}  # the attributes each class stores
         self._caller_map: dict | None = None
         self._params_active: set = set()
 
@@ -36,8 +37,12 @@ class ModuleFacts:
             cls = self.scope.index.class_of.get(func)
             attrs: dict[str, str] = {}
             if cls is not None:
+                nearer: set[str] = set()  # attributes a nearer class stores (a subclass rebinding one)
                 for c in self.scope.class_bases(cls):
-                    attrs = {**self._class_attrs(c), **attrs}
+                    for k, v in self._class_attrs(c).items():
+                        if k not in attrs and not (v == NUMPY_ATTR and k in nearer):
+                            attrs[k] = v
+                    nearer |= self._stored[c]
                 for entry in self.scope.ext.buffers:  # registered by a base class of another file
                     owner, _, name = entry.partition("\t")
                     if owner == cls.name.value:
@@ -51,7 +56,7 @@ class ModuleFacts:
     def _class_attrs(self, cls: cst.ClassDef) -> dict[str, str]:
         """`self.x` -> what it holds, from the class's own methods (module_layer_attrs, numpy_attrs)."""
         if cls not in self._layers:
-            made = numpy_attrs(cls, self.bindings)
+            made, self._stored[cls] = numpy_attrs(cls, self.bindings)
             self._numpy_stores[cls] = made
             self._layers[cls] = {**module_layer_attrs(cls, self.bindings), **dict.fromkeys(made, NUMPY_ATTR)}
         return self._layers[cls]
@@ -59,10 +64,10 @@ class ModuleFacts:
     def numpy_store(self, func: cst.FunctionDef, attr: str) -> cst.BaseExpression | None:
         """The NumPy value `__init__` stores in `self.<attr>`, for a method `func` of a class that has one."""
         cls = self.scope.index.class_of.get(func)
-        for c in self.scope.class_bases(cls) if cls is not None else ():
+        for c in self.scope.class_bases(cls) if cls is not None else ():  # the nearest class that stores it
             self._class_attrs(c)
-            if attr in self._numpy_stores[c]:
-                return self._numpy_stores[c][attr]
+            if attr in self._stored[c]:
+                return self._numpy_stores[c].get(attr)
         return None
 
     def _from_callee(self, func: cst.FunctionDef, call: cst.Call) -> Value | None:

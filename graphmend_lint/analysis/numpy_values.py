@@ -121,6 +121,8 @@ def _walk(mf, func, node, out, seen, depth) -> None:
         return  # `np.issubdtype(a.dtype, ...)`, `np.ndim(a)`: not a NumPy value, whatever `a` is
     if _to_python(b, node):
         return  # `np.prod(ms).item()`, `int(np.lcm(a, b))`: a Python number after the call (its own break)
+    if isinstance(node, cst.Call) and (b.qualify(node.func) or "").startswith("numpy.random."):
+        return  # a draw (GM910/GM918's), whatever its arguments: `np.random.choice(np.arange(n))` is random
     if numpy_call(b, node) is not None or _numpy_attr(mf, func, node):
         if (func, node) not in seen:
             seen.add((func, node))

@@ -256,9 +256,10 @@ class _Summary:
         for m in _LOCAL_ALIAS.finditer(text):  # `spline_fn = splines.spline`, then `spline_fn(...)` (nflows)
             if m.group(1) in found:
                 found.add(m.group(2))
-        if self.tables:  # `routines[self.loss][backend](x, y)` (geomloss)
-            for m in self._table_reads.finditer(text):
-                found.update(self.tables[m.group(1)])
+        if self.tables:  # `routines[self.loss][backend](x, y)` (geomloss); not a local of that name
+            read = {m.group(1) for m in self._table_reads.finditer(text)}
+            for table in read - _bound_in(node) if read else ():
+                found.update(self.tables[table])
         calls = sorted(found - {node.name})  # type: ignore[attr-defined]
         ret = _returns(node) if guarded and len(text) < 4000 else []
         self.defs[name] = {"calls": calls, "deco": deco, "ret": ret}
@@ -377,6 +378,13 @@ class _Summary:
         d = dotted(c.func)
         if d and c.args and dotted(c.args[0]):
             self.compile.append(f"{d} {dotted(c.args[0])}")
+
+
+def _bound_in(func: ast.AST) -> set[str]:
+    """The names a def binds itself: parameters, and names stored in its body."""
+    a = func.args  # type: ignore[attr-defined]
+    params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p is not None}
+    return params | {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
 
 
 def _table_functions(table: ast.Dict, imports: dict[str, str], depth: int = 0) -> set[str]:

@@ -224,12 +224,14 @@ PARAMETER_LAYERS = {
     **dict.fromkeys(f"torch.nn.{n}" for n in (
         "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
         "Embedding", "EmbeddingBag", "PReLU", "MultiheadAttention", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell",
-        "RNNCell", "TransformerEncoderLayer", "TransformerDecoderLayer")),
+        "RNNCell", "TransformerEncoderLayer", "TransformerDecoderLayer", "LazyLinear", "LazyConv1d", "LazyConv2d",
+        "LazyConv3d")),
     "torch.nn.LayerNorm": ("elementwise_affine", 2, True),
     "torch.nn.RMSNorm": ("elementwise_affine", 2, True),
     "torch.nn.GroupNorm": ("affine", 3, True),
     **{f"torch.nn.BatchNorm{d}d": ("affine", 3, True) for d in (1, 2, 3)},
     **{f"torch.nn.InstanceNorm{d}d": ("affine", 3, False) for d in (1, 2, 3)},
 }
-PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Embedding.from_pretrained",
+             "torch.nn.EmbeddingBag.from_pretrained"}
 

@@ -14,6 +14,7 @@ Local names are followed through their assignments in the same function.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import libcst as cst
@@ -873,33 +874,88 @@ class _LayerAttrs(cst.CSTVisitor):
     visit_SimpleStatementSuite = visit_SimpleStatementLine
 
 
-def numpy_attrs(cls: cst.ClassDef, b: Bindings) -> dict[str, cst.BaseExpression]:
-    """Attributes `self.x` that hold a NumPy value -> the value stored: every store of `self.x` in
-    the class's methods is `self.x = <value>` in `__init__`, with a NumPy value (`np.array(...)[:, 0]`,
-    also through names `__init__` binds: FeMaSR's `codebook_params = np.array(p)` then
-    `self.codebook_scale = codebook_params[:, 0]`). Dynamo traces such an attribute as a tensor, so
-    a test of its values breaks (measured on torch 2.13: `n in self.a`, `self.a.max() > 1`, `self.a[0]
-    > 1`, `self.g > 1` with `self.g = np.sqrt(2)`; not `self.a is None`, `len(self.a)`, `self.a.shape`)."""
-    if not any(t == "numpy" or t.startswith("numpy.") for t in b.aliases.values()):
-        return {}
+def numpy_attrs(cls: cst.ClassDef, b: Bindings) -> tuple[dict[str, cst.BaseExpression], set[str]]:
+    """(attributes `self.x` that hold a NumPy value -> the value stored, every attribute the class stores).
+
+    NumPy: every store of `self.x` in the class (nested defs included) is `self.x = <value>` in `__init__`,
+    and the value is made by a NumPy call (not `np.random`'s generators), directly or through names
+    `__init__` binds: FeMaSR's `codebook_params = np.array(p)` then `self.codebook_scale =
+    codebook_params[:, 0]`; not a parameter annotated `np.ndarray` (an annotation is no value). Dynamo traces
+    such an attribute as a tensor, so a test of its values breaks (measured on torch 2.13: `n in self.a`,
+    `self.a.max() > 1`, `self.a[0] > 1`, `self.g > 1` with `self.g = np.sqrt(2)`; not `self.a is None`,
+    `len(self.a)`, `self.a.shape`). A class that calls `setattr` or reads `__dict__` has none."""
+    walk = _Stores(None)
+    fastwalk.visit(cls, walk)
+    stored = {attr for attr, _, _ in walk.stores}
+    if walk.dynamic or not any(t == "numpy" or t.startswith("numpy.") for t in b.aliases.values()):
+        return {}, stored
     good: dict[str, cst.BaseExpression] = {}
     bad: set[str] = set()
+    seen: list[str] = []  # the stores of the methods themselves (not of defs nested in them)
     for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []:
         if not isinstance(stmt, cst.FunctionDef):
             continue
-        walk = _Stores(stmt)
-        fastwalk.visit(stmt, walk)
-        facts = None
-        for attr, value, _ in walk.stores:
+        own = _Stores(stmt)
+        fastwalk.visit(stmt, own)
+        facts = made = None
+        for attr, value, _ in own.stores:
+            seen.append(attr)
             if value is None or stmt.name.value not in T.INIT_METHODS:
                 bad.add(attr)  # stored by another method, `+=`, an unpacking
                 continue
             facts = facts or FunctionFacts(stmt, b, {})
-            if facts.value(value).numpy:
+            made = _numpy_made(stmt, b) if made is None else made
+            if facts.value(value).numpy and _reads_numpy_call(value, b, made):
                 good.setdefault(attr, value)
             else:
                 bad.add(attr)  # `self.x = self.x.tolist()` in a branch: not always NumPy
-    return {a: v for a, v in good.items() if a not in bad}
+    bad |= set((Counter(a for a, _, _ in walk.stores) - Counter(seen)).keys())  # stored in a nested def
+    return {a: v for a, v in good.items() if a not in bad}, stored
+
+
+def _numpy_call(node: cst.CSTNode, b: Bindings) -> bool:
+    q = b.qualify(node.func) if isinstance(node, cst.Call) else None
+    return q is not None and q.split(".")[0] == "numpy" and not q.startswith("numpy.random.")
+
+
+def _reads_numpy_call(expr: cst.CSTNode, b: Bindings, made: set[str]) -> bool:
+    """`expr` holds a NumPy call (not `np.random`'s), or a name of `made` (_numpy_made)."""
+    v = _Names()
+    fastwalk.visit(expr, v)
+    return bool(v.seen & made) or _Calls.any_numpy(expr, b)
+
+
+def _numpy_made(func: cst.FunctionDef, b: Bindings) -> set[str]:
+    """Local names of `func` bound (`=`, `:=`) to a value holding a NumPy call or such a name, to a
+    fixpoint (as the skeleton's `_numpy_names`, which keeps their statements in a cut def)."""
+    binds = _Assignments(func)
+    fastwalk.visit(func, binds)
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, values in binds.values.items():
+            if name not in out and any(v is not None and _reads_numpy_call(v, b, out) for v in values):
+                out.add(name)
+                changed = True
+    return out
+
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self, b: Bindings) -> None:
+        super().__init__()
+        self.b = b
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _numpy_call(node, self.b):
+            self.found = True
+
+    @classmethod
+    def any_numpy(cls, expr: cst.CSTNode, b: Bindings) -> bool:
+        v = cls(b)
+        fastwalk.visit(expr, v)
+        return v.found
 
 
 _NUMBER_TYPES = {"int", "float"}
@@ -942,15 +998,24 @@ class _Stores(cst.CSTVisitor):
     """number_attrs' walk of one method: the names it rebinds, and its `self.x` stores as
     (attribute, value or None when not a plain store, outside loops)."""
 
-    def __init__(self, func: cst.FunctionDef) -> None:
+    def __init__(self, func: cst.FunctionDef | None) -> None:
         super().__init__()
-        self.func = func
+        self.func = func  # None: every def of the class, nested ones included
         self.depth = 0
         self.rebound: set[str] = set()
         self.stores: list[tuple[str, cst.BaseExpression | None, bool]] = []
+        self.dynamic = False  # `setattr(self, ...)`, `self.__dict__`: stores this walk cannot see
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return node is self.func
+        return self.func is None or node is self.func
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "setattr":
+            self.dynamic = True
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "__dict__":
+            self.dynamic = True
 
     def visit_For(self, node) -> None:
         self.depth += 1

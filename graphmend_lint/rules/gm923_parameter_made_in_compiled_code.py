@@ -12,7 +12,9 @@ class ParameterMadeInCompiledCodeRule(base.GraphMendRule):
     """
     ## What it does
     Finds `nn.Parameter(...)`, and `torch.nn` layers that make parameters (`nn.Linear`, `nn.Conv2d`,
-    `nn.Embedding`, `nn.LayerNorm`, ...), built in code that runs under `torch.compile`: a layer made
+    `nn.Embedding`, `nn.Embedding.from_pretrained`, `nn.LayerNorm`, `nn.LazyLinear`, ...), built in code
+    that runs under `torch.compile` (not in a module's own `__init__`, which `--compiled-scope all`
+    counts as compiled): a layer made
     lazily in `forward` (UDOP's `new_bias = nn.Embedding(...)` when it widens its relative-position
     table), or a parameter wrapped on every call.
 
@@ -105,11 +107,25 @@ class ParameterMadeInCompiledCodeRule(base.GraphMendRule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        q = X.qualified(self, node.func)
+        q = _public(X.qualified(self, node.func))
         if q is None or not (q in T.PARAMETER or q in T.PARAMETER_LAYERS and _makes_parameters(node, q)):
             return
-        if self.compiled_function(node) is not None:
-            self.report(node, self.MESSAGE.format(name=X.dotted(node.func) or q))
+        func = self.compiled_function(node)
+        if func is None or func.name.value in T.INIT_METHODS and self._module_method(func):
+            return  # a module's own `__init__` (compiled only under `--compiled-scope all`): where layers belong
+        self.report(node, self.MESSAGE.format(name=X.dotted(node.func) or q))
+
+    def _module_method(self, func: cst.FunctionDef) -> bool:
+        cls = self.facts.scope.index.class_of.get(func)
+        return cls is not None and cls.name.value in self.facts.scope.module_classes
+
+
+def _public(q: str | None) -> str | None:
+    """`torch.nn.modules.linear.Linear` -> `torch.nn.Linear` (where torch.nn defines it)."""
+    if q is not None and q.startswith("torch.nn.modules."):
+        parts = q.split(".")
+        return "torch.nn." + ".".join(parts[4:]) if len(parts) > 4 else q
+    return q
 
 
 def _makes_parameters(call: cst.Call, q: str) -> bool:
