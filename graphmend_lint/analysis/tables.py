@@ -219,7 +219,7 @@ TENSOR_ONLY_LIKE = frozenset({"torch.zeros_like", "torch.ones_like", "torch.empt
 # torch.nn classes that make parameters when built (GM923): Dynamo breaks at `torch.nn.Parameter()`
 # ("Attempted to use `torch.nn.Parameter()` constructor with Dynamo", measured on torch 2.13). None: always;
 # (keyword, position, default): only while that flag is true (`LayerNorm(4, elementwise_affine=False)` makes
-# none, and `InstanceNorm1d` makes them only with `affine=True`). tests/test_gm9_rules.py builds each one.
+# none, and `InstanceNorm1d` makes them only with `affine=True`). tests/test_gm9_breaks.py builds each one.
 PARAMETER_LAYERS = {
     **dict.fromkeys(f"torch.nn.{n}" for n in (
         "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",

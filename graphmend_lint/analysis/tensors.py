@@ -14,7 +14,6 @@ Local names are followed through their assignments in the same function.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 import libcst as cst
@@ -875,7 +874,8 @@ class _LayerAttrs(cst.CSTVisitor):
 
 
 def numpy_attrs(cls: cst.ClassDef, b: Bindings) -> tuple[dict[str, cst.BaseExpression], set[str]]:
-    """(attributes `self.x` that hold a NumPy value -> the value stored, every attribute the class stores).
+    """(attributes `self.x` that hold a NumPy value -> the value stored, every attribute the class stores;
+    both empty in a module that does not import NumPy).
 
     NumPy: every store of `self.x` in the class (nested defs included) is `self.x = <value>` in `__init__`,
     and the value is made by a NumPy call (not `np.random`'s generators), directly or through names
@@ -884,33 +884,31 @@ def numpy_attrs(cls: cst.ClassDef, b: Bindings) -> tuple[dict[str, cst.BaseExpre
     such an attribute as a tensor, so a test of its values breaks (measured on torch 2.13: `n in self.a`,
     `self.a.max() > 1`, `self.a[0] > 1`, `self.g > 1` with `self.g = np.sqrt(2)`; not `self.a is None`,
     `len(self.a)`, `self.a.shape`). A class that calls `setattr` or reads `__dict__` has none."""
-    walk = _Stores(None)
-    fastwalk.visit(cls, walk)
-    stored = {attr for attr, _, _ in walk.stores}
-    if walk.dynamic or not any(t == "numpy" or t.startswith("numpy.") for t in b.aliases.values()):
-        return {}, stored
+    if not any(t == "numpy" or t.startswith("numpy.") for t in b.aliases.values()):
+        return {}, set()
     good: dict[str, cst.BaseExpression] = {}
     bad: set[str] = set()
-    seen: list[str] = []  # the stores of the methods themselves (not of defs nested in them)
-    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []:
-        if not isinstance(stmt, cst.FunctionDef):
-            continue
-        own = _Stores(stmt)
-        fastwalk.visit(stmt, own)
+    stored: set[str] = set()
+    dynamic = False
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+    for part in (*cls.decorators, *cls.bases, *cls.keywords, *body):
+        method = part if isinstance(part, cst.FunctionDef) else None
+        walk = _Stores(method, nested=True)  # one walk: a method's stores, its nested defs' as not plain
+        fastwalk.visit(part, walk)
+        dynamic = dynamic or walk.dynamic
         facts = made = None
-        for attr, value, _ in own.stores:
-            seen.append(attr)
-            if value is None or stmt.name.value not in T.INIT_METHODS:
-                bad.add(attr)  # stored by another method, `+=`, an unpacking
+        for attr, value, _ in walk.stores:
+            stored.add(attr)
+            if value is None or method is None or method.name.value not in T.INIT_METHODS:
+                bad.add(attr)  # stored by another method or a nested def, `+=`, an unpacking
                 continue
-            facts = facts or FunctionFacts(stmt, b, {})
-            made = _numpy_made(stmt, b) if made is None else made
+            facts = facts or FunctionFacts(method, b, {})
+            made = _numpy_made(method, b) if made is None else made
             if facts.value(value).numpy and _reads_numpy_call(value, b, made):
                 good.setdefault(attr, value)
             else:
                 bad.add(attr)  # `self.x = self.x.tolist()` in a branch: not always NumPy
-    bad |= set((Counter(a for a, _, _ in walk.stores) - Counter(seen)).keys())  # stored in a nested def
-    return {a: v for a, v in good.items() if a not in bad}, stored
+    return ({} if dynamic else {a: v for a, v in good.items() if a not in bad}), stored
 
 
 def _numpy_call(node: cst.CSTNode, b: Bindings) -> bool:
@@ -996,18 +994,31 @@ def number_attrs(cls: cst.ClassDef) -> frozenset[str]:
 
 class _Stores(cst.CSTVisitor):
     """number_attrs' walk of one method: the names it rebinds, and its `self.x` stores as
-    (attribute, value or None when not a plain store, outside loops)."""
+    (attribute, value or None when not a plain store, outside loops). `nested`: the defs inside it
+    are walked too, their stores not plain (and with no method, every def's)."""
 
-    def __init__(self, func: cst.FunctionDef | None) -> None:
+    def __init__(self, func: cst.FunctionDef | None, nested: bool = False) -> None:
         super().__init__()
-        self.func = func  # None: every def of the class, nested ones included
+        self.func = func
+        self.nested = nested
+        self.inner = 0  # defs entered below `func`
         self.depth = 0
         self.rebound: set[str] = set()
         self.stores: list[tuple[str, cst.BaseExpression | None, bool]] = []
         self.dynamic = False  # `setattr(self, ...)`, `self.__dict__`: stores this walk cannot see
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return self.func is None or node is self.func
+        if node is self.func:
+            return True
+        self.inner += self.nested
+        return self.nested
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node is not self.func:
+            self.inner -= self.nested
+
+    def _plain(self, value: cst.BaseExpression | None) -> cst.BaseExpression | None:
+        return None if self.inner or self.func is None else value
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value == "setattr":
@@ -1034,7 +1045,7 @@ class _Stores(cst.CSTVisitor):
         for t in node.targets:
             name = dotted(t.target)
             if name and name.startswith("self.") and name.count(".") == 1:
-                self.stores.append((name[5:], node.value, self.depth == 0))
+                self.stores.append((name[5:], self._plain(node.value), self.depth == 0))
             elif isinstance(t.target, (cst.Tuple, cst.List)):
                 for e in t.target.elements:
                     n = dotted(e.value)
@@ -1051,4 +1062,4 @@ class _Stores(cst.CSTVisitor):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         name = dotted(node.target)
         if name and name.startswith("self."):
-            self.stores.append((name[5:], node.value, self.depth == 0))
+            self.stores.append((name[5:], self._plain(node.value), self.depth == 0))

@@ -81,8 +81,8 @@ class NumpyValueInCompiledCodeRule(base.GraphMendRule):
 
     ## When no fix is offered
     An attribute set in `__init__` (which runs eagerly): store a Python value (`.tolist()`,
-    `float()`) or a tensor buffer there instead. Other NumPy functions, arguments that are not names, attributes or numbers (they would be
-    evaluated twice), keyword arguments, a value that is also used as a NumPy object (an attribute
+    `float()`) or a tensor buffer there instead. Other NumPy functions, arguments that are not
+    names, attributes or numbers (they would be evaluated twice), keyword arguments, a value that is also used as a NumPy object (an attribute
     read or an index on it or on the local name it is assigned to: `math.prod(ms)` has no `.astype`).
     A value turned into a Python number first (`np.prod(ms).item()`, `int(np.lcm(a, b))`) is not
     followed: Dynamo breaks at that call (GM901, or this rule's conversion) and the test after it
