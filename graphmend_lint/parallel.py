@@ -18,9 +18,12 @@ index of the file's whole PROJECT (analysis/root.py), never from the run's list 
      next such run reads instead of one entry a file.
 So a cold run lints each file once, with its facts, and a run on one file (pre-commit, stdin, the
 language server, Fixit through rules/provider.py) sees what a run on the whole tree sees. Workers
-are forked after the rules and settings are loaded (a run whose files all come from the cache
-loads neither the rules nor libcst); they take the files largest first, a few at a time, and send
-back findings without libcst nodes.
+(`Workers`) are forked once a run, for the index's first pass (before there is an index to copy),
+and kept: while this process builds the index they summarise batches of files it is about to read
+and load the engine (libcst, the rules), then they lint. A run whose first pass forks none (all
+summaries cached) forks them for the lint, after loading the engine here; a run whose files all
+come from the cache loads neither the rules nor libcst. They take the files largest first, a few
+at a time, and send back findings without libcst nodes.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ import gc
 import hashlib
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,25 +80,75 @@ def _call(i: int):
     return i, fn(items[i])
 
 
-def _map(fn, items: list, jobs: int) -> list:
-    """fn over items, in forked workers when it pays (largest files first), results in order."""
-    global _job
-    if jobs <= 1 or len(items) < 2:
-        return [fn(x) for x in items]
-    import multiprocessing  # only when there is work to share (~20 ms of a warm run otherwise)
+def _apply(task: tuple):
+    i, fn, item = task
+    return i, fn(item)
 
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return [fn(x) for x in items]
-    out: list = [None] * len(items)
-    order = sorted(range(len(items)), key=lambda i: -_size(items[i][0] if isinstance(items[i], tuple) else items[i]))
-    _job = (fn, items)
-    try:
-        with multiprocessing.get_context("fork").Pool(min(jobs, len(items))) as pool:
-            for i, r in pool.imap_unordered(_call, order, chunksize=CHUNK):
+
+def _load(_: int) -> None:
+    runner.load()
+
+
+class Workers:
+    """A run's forked workers, largest files first, results in order. Forked at the first map of
+    two or more items, which they inherit (the index's first pass: no index yet to copy), and kept:
+    later maps send them their items (the index's reads ahead, the lint's files). With `lint`,
+    `warm_up()` has them load the engine (libcst, the rules) while this process builds the index.
+    `close()` ends them."""
+
+    def __init__(self, jobs: int, lint: bool = False) -> None:
+        self.jobs = jobs
+        self.lint = lint
+        self.pool = None
+        self.warm = False
+
+    def warm_up(self) -> None:
+        """Each worker loads the engine next (once; only for a lint)."""
+        if self.lint and self.pool is not None and not self.warm:
+            self.warm = True
+            self.pool.map_async(_load, range(self.jobs), chunksize=1)
+
+    def map(self, fn, items: list) -> list:
+        if self.jobs <= 1 or (len(items) < 2 and self.pool is None):
+            return [fn(x) for x in items]
+        order = sorted(range(len(items)), key=lambda i: -_size(items[i][0] if isinstance(items[i], tuple) else items[i]))
+        out: list = [None] * len(items)
+        if self.pool is not None:
+            for i, r in self.pool.imap_unordered(_apply, [(i, fn, items[i]) for i in order], chunksize=CHUNK):
                 out[i] = r
-    finally:
-        _job = None
-    return out
+            return out
+        import multiprocessing  # only when there is work to share (~20 ms of a warm run otherwise)
+
+        if "fork" not in multiprocessing.get_all_start_methods():
+            return [fn(x) for x in items]
+        global _job
+        _job = (fn, items)
+        try:
+            self.pool = multiprocessing.get_context("fork").Pool(self.jobs)
+            for i, r in self.pool.imap_unordered(_call, order, chunksize=CHUNK):
+                out[i] = r
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            _job = None
+        return out
+
+    @property
+    def forked(self) -> bool:
+        return self.pool is not None
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 # -- one file ------------------------------------------------------------------------
@@ -156,7 +210,26 @@ def _first_pass(item: tuple) -> tuple:
 # the project's files are summarised (ast, cached by content under "idx"; the missing ones in the
 # workers, the run's own with their first pass), the index answers for the files asked, and
 # those facts are kept under "proj", keyed by the content of the whole project.
-ROOT_NEEDLES = (b"forward", b"compile", b"optimize")
+# Where a root can come from in a file's own text: `def forward`, a forward installed by assignment
+# (`X.forward = f`), or the name of a compile function (`torch.compile`, `_dynamo.optimize`: their
+# last part, or the name imported; not `re.compile`). Prose ("feed-forward", "forwards its
+# arguments") is not: configuration, processing and tokenizer files are summarised only when reached.
+# A word found with bytes.find, then its context (a regex over the whole file costs more than the parse).
+_ROOT_WORDS = ((b"forward", re.compile(rb"(?:\.|(?<!\w)def\s+)\Z")), (b"compile", re.compile(rb"(?<!\w)(?<!\bre\.)\Z")),
+               (b"optimize", re.compile(rb"(?<!\w)\Z")))
+
+
+def _root_text(data: bytes) -> bool:
+    """Whether `data` says `def forward`, `.forward` or the word `compile` (not `re.compile`) or `optimize`."""
+    for word, before in _ROOT_WORDS:
+        i = data.find(word)
+        while i >= 0:
+            end = i + len(word)
+            if (end == len(data) or not (data[end:end + 1].isalnum() or data[end:end + 1] == b"_")) and \
+                    before.search(data, max(0, i - 200), i):
+                return True
+            i = data.find(word, end)
+    return False
 _memo: dict[str, dict[str, FileFacts]] = {}  # project key -> facts by absolute path (this process)
 _indexes: dict[str, tuple] = {}  # project key -> (ProjectIndex, its reader, path -> module): the last built
 _tool: list[bytes] = []
@@ -166,32 +239,58 @@ def _may_root(data: bytes, s: Settings) -> bool:
     """Whether a file may hold a compiled root (a `forward`, a torch.compile / _dynamo.optimize
     target, a `compiled-functions` def). A text test, so the roots are the same whichever
     summaries a run has at hand; the other files are summarised only when the index reaches them."""
-    return bool(s.compiled_functions) or any(n in data for n in ROOT_NEEDLES)
+    return bool(s.compiled_functions) or _root_text(data)
 
 
 class _Reader:
-    """Summaries of files the index reaches on demand: known ones, the cache by content, else parsed here."""
+    """Summaries of files the index reaches on demand: known ones, the cache by content, else parsed
+    here; or in the workers, ahead, a batch of the project's files the index is about to read."""
 
     def __init__(self, cache: cache_mod.Cache | None, known: dict[Path, dict | None],
-                 data: dict[Path, bytes] | None = None, digests: dict[Path, str] | None = None) -> None:
+                 data: dict[Path, bytes] | None = None, digests: dict[Path, str] | None = None,
+                 workers: Workers | None = None) -> None:
         self.cache = cache
         self.known = known
         self.data = data or {}
         self.project_digests = digests or {}
         self.digests: dict[str, str] = {}  # files read from outside the project -> sha256
+        self.workers = workers
+        self.ahead: dict[Path, dict | None] = {}  # summarised ahead, not yet read by the index
 
     def __call__(self, path: Path) -> dict | None:
         if path in self.known:
             return self.known[path]
+        if path in self.ahead:
+            got = self.known[path] = self.ahead.pop(path)
+            return got
         data = self.data.get(path)
         if data is not None:
-            got = self.known[path] = _summary(self.cache, data, self.project_digests.get(path) or _digest(data))
+            got = self.known[path] = _summary(self.cache, data, self._digest(path))
             return got
         data = _read(path)
         if data is None:
             return None
         digest = self.digests[str(path)] = _digest(data)
         return _summary(self.cache, data, digest)
+
+    def _digest(self, path: Path) -> str:
+        return self.project_digests.get(path) or _digest(self.data[path])
+
+    def prefetch(self, paths: list[Path]) -> None:
+        """Summarise `paths` (the project's) in the workers when they are up and there are enough."""
+        todo = [p for p in dict.fromkeys(paths) if p in self.data and p not in self.known and p not in self.ahead]
+        if self.workers is None or not self.workers.forked or len(todo) < PREFETCH_MIN:
+            return
+        items = [(p, self.cache, self.data[p], self._digest(p)) for p in todo]
+        self.ahead.update(zip(todo, self.workers.map(_summary_item, items)))
+
+
+PREFETCH_MIN = 8  # files: fewer are read here as the index reaches them
+
+
+def _summary_item(item: tuple) -> dict | None:
+    _, cache, data, digest = item
+    return _summary(cache, data, digest)
 
 
 def _cached_summary(cache: cache_mod.Cache | None, digest: str) -> dict | None:
@@ -322,7 +421,7 @@ def _locked(cache: cache_mod.Cache | None, proj: root_mod.Project):
 
 def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots: list[Path],
                    pdata: dict[Path, bytes], digests: dict[Path, str], wanted: set[Path], s: Settings,
-                   cache: cache_mod.Cache | None, jobs: int, given: dict[Path, Path],
+                   cache: cache_mod.Cache | None, workers: Workers, given: dict[Path, Path],
                    early: Early | None) -> tuple[dict[str, FileFacts], dict[str, str] | None, dict[str, str]]:
     """(facts by absolute path of the `wanted` files, the installed files the index read -> digest,
     or None when one could not be read, the project files whose summaries it read -> the summary's
@@ -335,7 +434,7 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
         todo = [p for p, summ in summaries.items() if summ is None]  # the others: read when reached
         items = [(given.get(p, p), s, early is not None and p in wanted, pdata[p], cache, digests[p],
                   early is not None and early.skeletons) for p in todo]
-        for p, got in zip(todo, _map(_first_pass, items, jobs)):
+        for p, got in zip(todo, workers.map(_first_pass, items)):
             summaries[p] = got[0]
             if early is not None and got[1]:
                 early.quiet.add(given[p])
@@ -343,14 +442,21 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
                 early.lean[given[p]] = (pdata[p], *got[2])
         done = set(todo)
         known = {p: summ for p, summ in summaries.items() if summ is not None or p in done}
-        reader = _Reader(cache, known, pdata, digests)
+        reader = _Reader(cache, known, pdata, digests, workers)
         up_front = {m: (p, summaries[p]) for m, p in run.items() if m in rooted and summaries[p] is not None}
         others = {m: p for m, p in run.items() if m not in rooted}
 
-        def grep(pattern) -> list[str]:  # the files not read up front that may hold overrides
-            return [m for m, p in others.items() if pattern.search(pdata[p])]
+        def grep(pattern) -> list[str]:  # the files not read up front that may hold overrides (read next)
+            hits = [m for m, p in others.items() if pattern.search(pdata[p])]
+            reader.prefetch([others[m] for m in hits])
+            return hits
 
-        index = project.ProjectIndex(run, up_front, roots, reader, s.module_bases, s.compiled_functions, grep)
+        def ahead(mods: list[str]) -> None:  # modules the index is about to read (its first reads)
+            reader.prefetch([run[m] for m in mods if m in run])
+            workers.warm_up()  # then the workers load the engine, while this process reads on
+
+        index = project.ProjectIndex(run, up_front, roots, reader, s.module_bases, s.compiled_functions, grep,
+                                     ahead)
         state = (index, reader, {p: m for m, p in run.items()})
         _indexes.clear()  # one project at a time
         _indexes[key] = state
@@ -366,7 +472,7 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
 
 
 def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: cache_mod.Cache | None,
-              jobs: int, data: dict[Path, bytes], early: Early | None,
+              workers: Workers, data: dict[Path, bytes], early: Early | None,
               known: dict[Path, str] | None = None,
               depends: stamps.Depends | None = None) -> dict[Path, FileFacts]:
     """Facts of `members` (files of `proj`, as given) from the index of the whole project; `known`
@@ -399,7 +505,7 @@ def _facts_in(proj: root_mod.Project, members: list[Path], s: Settings, cache: c
                 got = _unchanged_facts(cache, proj, s, key, run, pdata, digests, wanted)
             if any(str(a) not in got for a in wanted):
                 new, external, read = _index_project(proj, key, run, roots, pdata, digests, wanted, s, cache,
-                                                     jobs, given, early)
+                                                     workers, given, early)
                 got = {**got, **new}
                 if cache is not None and external is not None:
                     cache.put_json("proj", key, {"files": {p: f.to_json() for p, f in got.items()},
@@ -431,7 +537,7 @@ def _projects(paths, s: Settings) -> dict[root_mod.Project, list[Path]]:
     return groups
 
 
-def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jobs: int,
+def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, workers: Workers,
                data: dict[Path, bytes], early: Early | None,
                known: dict[Path, str] | None = None,
                depends: stamps.Depends | None = None) -> dict[Path, FileFacts]:
@@ -439,7 +545,7 @@ def _run_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None, jo
     `depends`: as in `_facts_in`."""
     facts: dict[Path, FileFacts] = {}
     for proj, members in _projects([p for p in paths if p in data], s).items():
-        facts.update(_facts_in(proj, members, s, cache, jobs, data, early, known, depends))
+        facts.update(_facts_in(proj, members, s, cache, workers, data, early, known, depends))
     return facts
 
 
@@ -447,7 +553,8 @@ def project_facts(paths: list[Path], s: Settings, cache: cache_mod.Cache | None 
                   jobs: int = 1) -> dict[Path, FileFacts]:
     """Each file's cross-file facts (what `check_files` computes, without linting)."""
     data = {p: d for p in paths if (d := _read(p)) is not None}
-    return _run_facts(paths, s, cache, jobs, data, None)
+    with Workers(jobs) as workers:
+        return _run_facts(paths, s, cache, workers, data, None)
 
 
 def facts_of(path: Path, s: Settings, use_cache: bool = True) -> FileFacts | None:
@@ -481,46 +588,47 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
     early = Early(skeletons=not (fix or diff) and s.skeleton)
     digests: dict[Path, str] = {}  # each file's content digest, from the index: hashed once a run
     depends = stamps.Depends() if stamp_key is not None else None
-    facts = _run_facts(paths, s, cache, jobs, data, early, digests, depends)
-    run_key = _run_key(cache, paths, data, facts, digests) if not (fix or diff) else None
-    got = cache.get_run(run_key) if run_key is not None else None  # type: ignore[union-attr]
-    if got is not None and len(got) == len(paths):
-        _stamp_run(cache, stamp_key, run_key, paths, depends, began)
-        return [runner.FileOutcome(p, findings) for p, findings in zip(paths, got)]
-    rest = []
-    for i, p in enumerate(paths):
-        ext = facts.get(p, EMPTY)
-        if p in early.quiet and not prefilter.index_adds_compiled(ext):  # no compiled code: what the runner would say
-            out = outcomes[i] = runner.FileOutcome(p)
-            if cache is not None and _read(p) == data[p]:
-                cache.put(cache.key(data[p], ext.key(), digests.get(p)), out.findings)
-            continue
-        hit = _cached(cache, p, s, fix or diff, data.get(p), ext, digests.get(p)) if cache is not None else None
-        if hit is not None:
-            outcomes[i] = hit
-        else:
-            rest.append(i)
-    if rest:
-        runner.load()  # libcst and the rules, once, before the workers are forked
-    forked = len(rest) > 1
-    if forked:  # workers are forked next: they need none of the index (their GC would walk it)
-        _indexes.clear()
-        gc.collect()
-    items = [(paths[i], s, fix, diff, cache, facts.get(paths[i], EMPTY), data.get(paths[i]),
-              digests.get(paths[i]), early.lean.get(paths[i])) for i in rest]
-    if forked:  # what the workers inherit is never garbage there: their collections skip it
-        gc.freeze()
-    try:
-        done = _map(_second_pass, items, jobs)
-    finally:
-        if forked:
-            gc.unfreeze()
-    for i, out in zip(rest, done):
-        outcomes[i] = out
-    if run_key is not None and all(o.error is None for o in outcomes) and all(_read(p) == data[p] for p in paths):
-        cache.put_run(run_key, [o.findings for o in outcomes])  # type: ignore[union-attr]
-        _stamp_run(cache, stamp_key, run_key, paths, depends, began)
-    return outcomes  # type: ignore[return-value]
+    with Workers(jobs, lint=True) as workers:  # forked for the index's first pass, kept for the lint
+        facts = _run_facts(paths, s, cache, workers, data, early, digests, depends)
+        run_key = _run_key(cache, paths, data, facts, digests) if not (fix or diff) else None
+        got = cache.get_run(run_key) if run_key is not None else None  # type: ignore[union-attr]
+        if got is not None and len(got) == len(paths):
+            _stamp_run(cache, stamp_key, run_key, paths, depends, began)
+            return [runner.FileOutcome(p, findings) for p, findings in zip(paths, got)]
+        rest = []
+        for i, p in enumerate(paths):
+            ext = facts.get(p, EMPTY)
+            if p in early.quiet and not prefilter.index_adds_compiled(ext):  # no compiled code: what the runner would say
+                out = outcomes[i] = runner.FileOutcome(p)
+                if cache is not None and _read(p) == data[p]:
+                    cache.put(cache.key(data[p], ext.key(), digests.get(p)), out.findings)
+                continue
+            hit = _cached(cache, p, s, fix or diff, data.get(p), ext, digests.get(p)) if cache is not None else None
+            if hit is not None:
+                outcomes[i] = hit
+            else:
+                rest.append(i)
+        if rest and not workers.forked:
+            runner.load()  # libcst and the rules, once, before the workers are forked
+        fork = len(rest) > 1 and not workers.forked and workers.jobs > 1
+        if fork:  # workers are forked next: they need none of the index (their GC would walk it)
+            _indexes.clear()
+            gc.collect()
+        items = [(paths[i], s, fix, diff, cache, facts.get(paths[i], EMPTY), data.get(paths[i]),
+                  digests.get(paths[i]), early.lean.get(paths[i])) for i in rest]
+        if fork:  # what the workers inherit is never garbage there: their collections skip it
+            gc.freeze()
+        try:
+            done = workers.map(_second_pass, items)
+        finally:
+            if fork:
+                gc.unfreeze()
+        for i, out in zip(rest, done):
+            outcomes[i] = out
+        if run_key is not None and all(o.error is None for o in outcomes) and all(_read(p) == data[p] for p in paths):
+            cache.put_run(run_key, [o.findings for o in outcomes])  # type: ignore[union-attr]
+            _stamp_run(cache, stamp_key, run_key, paths, depends, began)
+        return outcomes  # type: ignore[return-value]
 
 
 RUN_MIN = 64  # files: a run of fewer reads one cache entry a file about as fast

@@ -211,15 +211,16 @@ def test_closed_output_pipe_is_not_a_crash(project):
 def test_a_run_from_the_cache_loads_neither_libcst_nor_the_rules(tmp_path, fmt):
     """Warm runs (pre-commit, the PR gate) print the cached findings without importing libcst,
     Fixit or the rules; the output is the cold run's, byte for byte (SARIF lists the rules: it loads
-    them)."""
+    them). The cold run lints in this process (`-j 1`: workers would load them instead), so the probe
+    is seen to see them."""
     (tmp_path / "m.py").write_text(PRINT_MODULE)
     (tmp_path / "clean.py").write_text("x = 1\n")
     probe = ("import sys\nfrom graphmend_lint.cli import main\ncode = main(['check', '--output-format', "
-             f"'{fmt}', '.'])\nprint(code, sorted(m for m in ('libcst', 'fixit', 'graphmend_lint.rules') "
+             f"'{fmt}', '.', *sys.argv[1:]])\nprint(code, sorted(m for m in ('libcst', 'fixit', 'graphmend_lint.rules') "
              "if m in sys.modules), file=sys.stderr)\n")
     env = {**os.environ, "GRAPHMEND_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(Path(__file__).parents[1])}
-    cold, warm = (subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
-                  for _ in range(2))
+    cold, warm = (subprocess.run([sys.executable, "-c", probe, *jobs], cwd=tmp_path, env=env, capture_output=True,
+                                 text=True) for jobs in (["-j", "1"], []))
     assert "GM201" in cold.stdout and warm.stdout == cold.stdout
     assert cold.stderr.strip() == "1 ['fixit', 'graphmend_lint.rules', 'libcst']", cold.stderr
     expected = "['fixit', 'graphmend_lint.rules', 'libcst']" if fmt == "sarif" else "[]"

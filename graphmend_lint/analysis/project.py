@@ -93,10 +93,11 @@ class ProjectIndex:
 
     def __init__(self, run: dict[str, Path], summaries: dict[str, tuple[Path, dict | None]], roots: list[Path],
                  read, module_bases: tuple[str, ...] = (), compiled_functions: tuple[str, ...] = (),
-                 grep=None) -> None:
+                 grep=None, ahead=None) -> None:
         self.run = run
         self.read = read
         self.grep = grep  # (bytes pattern) -> the run's modules not read up front whose text matches it
+        self.ahead = ahead  # (module names) -> None: a hint, modules about to be read (read together)
         self.module_bases = module_bases
         self.compiled_functions = compiled_functions
         self.project_roots = [r.resolve() for r in roots]
@@ -111,6 +112,7 @@ class ProjectIndex:
         self._project_tops = {m.split(".")[0] for m in run}
         self._lookups: dict[str, tuple | None] = {}
         self._module_class: dict[tuple[str, str], bool] = {}
+        self._methods: dict[tuple[str, str, str, bool], tuple[str, str] | None] = {}  # method()'s answers
         self._guard: dict[tuple[str, str], bool] = {}
         self._never: dict[tuple[str, str], bool] = {}  # is_never's answers
         self._compiled: set[tuple[str, str]] | None = None
@@ -320,6 +322,14 @@ class ProjectIndex:
 
     def method(self, mod: str, cls: str, name: str, skip_self: bool = False, depth: int = 0) -> tuple[str, str] | None:
         """The def `name` that `cls` (or its first base that has one) provides, through the bases."""
+        if depth:
+            return self._method(mod, cls, name, skip_self, depth)
+        key = (mod, cls, name, skip_self)  # the answers from the top, kept (the traversal asks again and again)
+        if key not in self._methods:
+            self._methods[key] = self._method(mod, cls, name, skip_self, 0)
+        return self._methods[key]
+
+    def _method(self, mod: str, cls: str, name: str, skip_self: bool, depth: int) -> tuple[str, str] | None:
         s = self.module(mod)
         if s is None or depth > MAX_DEPTH:
             return None
@@ -410,8 +420,30 @@ class ProjectIndex:
                 return True
         return False
 
+    def _base_modules(self) -> list[str]:
+        """The run's modules, not read yet, that the rooted modules' class bases come from through an
+        import (`_roots` reads them next)."""
+        out: list[str] = []
+        for mod in self.rooted:
+            s = self.mods.get(mod)
+            for bases in s["classes"].values() if s else ():
+                for b in bases:
+                    head, _, rest = b.partition(".")
+                    if head not in s["imports"]:
+                        continue
+                    parts = self.absolute(mod, s["imports"][head]).split(".") + (rest.split(".") if rest else [])
+                    for i in range(len(parts), 0, -1):
+                        m = ".".join(parts[:i])
+                        if m in self.run:
+                            if m not in self.mods:
+                                out.append(m)
+                            break
+        return out
+
     def _roots(self) -> set[tuple[str, str]]:
         roots: set[tuple[str, str]] = set()
+        if self.ahead is not None:
+            self.ahead(self._base_modules())
         for mod in self.rooted:
             s = self.mods.get(mod)
             if s is None:
