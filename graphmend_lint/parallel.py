@@ -467,7 +467,8 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
             out[str(p)] = index.file_facts(by_path[p]) if p in by_path else EMPTY
     external = {str(index.paths[m]): reader.digests.get(str(index.paths[m]))
                 for m in index.external if m not in run}
-    read = {str(p): _summary_digest(summ) for p, summ in reader.known.items() if p in pdata}
+    read = {str(p): _summary_digest(summ) for p, summ in reader.known.items() if p in pdata} \
+        if cache is not None else {}  # what the cache's record lists: not needed without one
     return out, (external if all(external.values()) else None), read
 
 

@@ -95,7 +95,8 @@ def _check(root: Path, names: list[str], jobs: int, monkeypatch) -> tuple[list, 
     monkeypatch.setattr(parallel._Reader, "prefetch", spy_prefetch)
     monkeypatch.setattr(multiprocessing.context.ForkContext, "Pool", spy_pool)
     monkeypatch.chdir(root)
-    outs = parallel.check_files([root / "pkg" / n for n in names], settings.Settings(), jobs=jobs, use_cache=False)
+    monkeypatch.setenv("GRAPHMEND_CACHE_DIR", str(root / f"cache-{jobs}"))  # empty: a cold run that keeps its record
+    outs = parallel.check_files([root / "pkg" / n for n in names], settings.Settings(), jobs=jobs)
     parallel._indexes.clear()
     parallel._memo.clear()
     monkeypatch.undo()
@@ -111,7 +112,7 @@ def test_workers_read_ahead_and_lint_and_change_nothing(tmp_path, monkeypatch):
     shared = _check(tmp_path, names, 2, monkeypatch)
     assert serial[0] == shared[0]  # the same findings
     assert ("sub_3.py", "GM201", 6) in serial[0] and ("base_4.py", "GM201", 6) in serial[0]
-    assert serial[1] == shared[1]  # the index read the same summaries (what the cache's record lists)
+    assert serial[1] == shared[1] and len(serial[1][0]) > 20  # the index read the same summaries (the cache's record)
     assert serial[3] == 0 and shared[3] == 1  # one pool for the first pass, the reads ahead and the lint
     # Read ahead in the workers: the 9 bases not checked (model.py's class bases), then the 9 overriding files.
     assert shared[2] == [9, 9] and serial[2] == [0, 0]
