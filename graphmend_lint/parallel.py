@@ -100,13 +100,14 @@ class Workers:
         self.jobs = jobs
         self.lint = lint
         self.pool = None
+        self.size = 0  # workers forked
         self.warm = False
 
     def warm_up(self) -> None:
         """Each worker loads the engine next (once; only for a lint)."""
         if self.lint and self.pool is not None and not self.warm:
             self.warm = True
-            self.pool.map_async(_load, range(self.jobs), chunksize=1)
+            self.pool.map_async(_load, range(self.size), chunksize=1)
 
     def map(self, fn, items: list) -> list:
         if self.jobs <= 1 or (len(items) < 2 and self.pool is None):
@@ -124,7 +125,8 @@ class Workers:
         global _job
         _job = (fn, items)
         try:
-            self.pool = multiprocessing.get_context("fork").Pool(self.jobs)
+            self.size = min(self.jobs, len(items))
+            self.pool = multiprocessing.get_context("fork").Pool(self.size)
             for i, r in self.pool.imap_unordered(_call, order, chunksize=CHUNK):
                 out[i] = r
         except BaseException:
@@ -137,6 +139,10 @@ class Workers:
     @property
     def forked(self) -> bool:
         return self.pool is not None
+
+    def fits(self, n: int) -> bool:
+        """Whether the workers forked are as many as a map of `n` items would fork."""
+        return self.pool is not None and self.size >= min(self.jobs, n)
 
     def close(self) -> None:
         if self.pool is not None:
@@ -211,25 +217,29 @@ def _first_pass(item: tuple) -> tuple:
 # workers, the run's own with their first pass), the index answers for the files asked, and
 # those facts are kept under "proj", keyed by the content of the whole project.
 # Where a root can come from in a file's own text: `def forward`, a forward installed by assignment
-# (`X.forward = f`), or the name of a compile function (`torch.compile`, `_dynamo.optimize`: their
-# last part, or the name imported; not `re.compile`). Prose ("feed-forward", "forwards its
-# arguments") is not: configuration, processing and tokenizer files are summarised only when reached.
+# (`X.forward = f`), or a compile function (`torch.compile`, `_dynamo.optimize`) or a name bound to one
+# (`compile_fn`, `torch_compile`: any text holding "compile" or "optimize", but `re.compile`). Prose
+# ("feed-forward", "forwards its arguments") is not: configuration, processing and tokenizer files are
+# summarised only when reached. Not found either way (before, only where prose said "forward"): a
+# forward inherited from a class that is no nn.Module (a mixin) by a module class whose file defines none.
 # A word found with bytes.find, then its context (a regex over the whole file costs more than the parse).
-_ROOT_WORDS = ((b"forward", re.compile(rb"(?:\.|(?<!\w)def\s+)\Z")), (b"compile", re.compile(rb"(?<!\w)(?<!\bre\.)\Z")),
-               (b"optimize", re.compile(rb"(?<!\w)\Z")))
+_ROOT_WORDS = ((b"forward", re.compile(rb"(?:\.|(?<!\w)def\s+)\Z"), True),  # after `.` or `def`, a whole word
+               (b"compile", re.compile(rb"(?<!\bre\.)\Z"), False), (b"optimize", None, False))
 
 
 def _root_text(data: bytes) -> bool:
-    """Whether `data` says `def forward`, `.forward` or the word `compile` (not `re.compile`) or `optimize`."""
-    for word, before in _ROOT_WORDS:
+    """Whether `data` says `def forward` or `.forward` (whole words), `compile` (not `re.compile`) or `optimize`."""
+    for word, before, whole in _ROOT_WORDS:
         i = data.find(word)
         while i >= 0:
             end = i + len(word)
-            if (end == len(data) or not (data[end:end + 1].isalnum() or data[end:end + 1] == b"_")) and \
-                    before.search(data, max(0, i - 200), i):
+            if (not whole or end == len(data) or not (data[end:end + 1].isalnum() or data[end:end + 1] == b"_")) \
+                    and (before is None or before.search(data, max(0, i - 200), i)):
                 return True
             i = data.find(word, end)
     return False
+
+
 _memo: dict[str, dict[str, FileFacts]] = {}  # project key -> facts by absolute path (this process)
 _indexes: dict[str, tuple] = {}  # project key -> (ProjectIndex, its reader, path -> module): the last built
 _tool: list[bytes] = []
@@ -609,9 +619,11 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
                 outcomes[i] = hit
             else:
                 rest.append(i)
+        fork = len(rest) > 1 and workers.jobs > 1 and not workers.fits(len(rest))
+        if fork:  # none yet, or fewer than these files need (the first pass had fewer): forked anew
+            workers.close()
         if rest and not workers.forked:
             runner.load()  # libcst and the rules, once, before the workers are forked
-        fork = len(rest) > 1 and not workers.forked and workers.jobs > 1
         if fork:  # workers are forked next: they need none of the index (their GC would walk it)
             _indexes.clear()
             gc.collect()

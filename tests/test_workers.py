@@ -13,7 +13,7 @@ import pytest
 from graphmend_lint import parallel, settings
 
 # The text test, as one regex (slower than parallel._root_text, which must say the same).
-ROOT_REGEX = re.compile(rb"\bdef\s+forward\b|\.forward\b|(?<!\bre\.)\bcompile\b|\boptimize\b")
+ROOT_REGEX = re.compile(rb"\bdef\s+forward\b|\.forward\b|(?<!\bre\.)compile|optimize")
 
 
 @pytest.mark.parametrize("text, rooted", [
@@ -28,7 +28,9 @@ ROOT_REGEX = re.compile(rb"\bdef\s+forward\b|\.forward\b|(?<!\bre\.)\bcompile\b|
     (b"# This method forwards all its arguments to the tokenizer.\n", False),
     (b"PATTERN = re.compile(r'\\d+')\n", False),
     (b"def forward_pre_hook(m, x):\n    return x\n", False),
-    (b"compiled = is_torch_compiled()\nuse_compiler = 1\n", False),
+    (b"from .utils import *\n\n\n@compile_fn\ndef step(x):\n    return x\n", True),  # a name bound to torch.compile
+    (b"fast = torch_compile(step)\n", True),
+    (b"x.forwards = 1\nforward_fn = None\n", False),
     (b"", False),
 ])
 def test_root_text(text, rooted):
@@ -116,3 +118,17 @@ def test_workers_read_ahead_and_lint_and_change_nothing(tmp_path, monkeypatch):
     assert serial[3] == 0 and shared[3] == 1  # one pool for the first pass, the reads ahead and the lint
     # Read ahead in the workers: the 9 bases not checked (model.py's class bases), then the 9 overriding files.
     assert shared[2] == [9, 9] and serial[2] == [0, 0]
+
+
+def test_a_root_through_a_name_bound_to_torch_compile_in_another_file(tmp_path):
+    """`compile_fn = torch.compile` in one file, `@compile_fn` in another that star-imports it: the
+    decorated def is a root, also when the run checks that file alone."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (tmp_path / "pyproject.toml").write_text("[tool.graphmend]\n")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text("import torch\n\ncompile_fn = torch.compile\n")
+    (pkg / "model.py").write_text("from .utils import *\n\n\n@compile_fn\ndef step(x):\n    print(x)\n    return x\n")
+    for jobs in (1, 2):
+        outs = parallel.check_files([pkg / "model.py"], settings.Settings(), jobs=jobs, use_cache=False)
+        assert [(f.code, f.line) for f in outs[0].findings] == [("GM201", 6)]

@@ -525,7 +525,7 @@ class ProjectIndex:
         new = names - self._grepped
         if new and self.grep is not None:
             self._grepped |= new
-            pattern = re.compile(rb"def\s+(?:" + b"|".join(re.escape(n.encode()) for n in sorted(new)) + rb")\s*\(")
+            pattern = re.compile(rb"def\s+(?:" + b"|".join(re.escape(n.encode()) for n in sorted(new)) + rb")\s*[(\[]")  # `def m[T](` too
             self._grep_hits.extend(m for m in self.grep(pattern) if m not in self._grep_hits)
         out = []
         for mod in [*self.rooted, *self._grep_hits]:
