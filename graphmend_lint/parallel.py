@@ -44,9 +44,8 @@ from .analysis import root as root_mod
 from .analysis import summary as summary_mod
 from .analysis.external import EMPTY, FileFacts
 from .settings import Settings
+from .workers import Workers
 
-CHUNK = 4  # files per task handed to a worker
-_job: tuple | None = None  # (function, items): set before the fork
 
 
 def default_jobs() -> int:
@@ -65,96 +64,6 @@ def _read(path: Path) -> bytes | None:
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _call(i: int):
-    assert _job is not None
-    fn, items = _job
-    return i, fn(items[i])
-
-
-def _apply(task: tuple):
-    i, fn, item = task
-    return i, fn(item)
-
-
-def _load(_: int) -> None:
-    runner.load()
-
-
-class Workers:
-    """A run's forked workers, largest files first, results in order. Forked at the first map of
-    two or more items, which they inherit (the index's first pass: no index yet to copy), and kept:
-    later maps send them their items (the index's reads ahead, the lint's files). With `lint`,
-    `warm_up()` has them load the engine (libcst, the rules) while this process builds the index.
-    `close()` ends them."""
-
-    def __init__(self, jobs: int, lint: bool = False) -> None:
-        self.jobs = jobs
-        self.lint = lint
-        self.pool = None
-        self.size = 0  # workers forked
-        self.warm = False
-
-    def warm_up(self) -> None:
-        """Each worker loads the engine next (once; only for a lint)."""
-        if self.lint and self.pool is not None and not self.warm:
-            self.warm = True
-            self.pool.map_async(_load, range(self.size), chunksize=1)
-
-    def map(self, fn, items: list) -> list:
-        if self.jobs <= 1 or (len(items) < 2 and self.pool is None):
-            return [fn(x) for x in items]
-        order = sorted(range(len(items)), key=lambda i: -_size(items[i][0] if isinstance(items[i], tuple) else items[i]))
-        out: list = [None] * len(items)
-        if self.pool is not None:
-            for i, r in self.pool.imap_unordered(_apply, [(i, fn, items[i]) for i in order], chunksize=CHUNK):
-                out[i] = r
-            return out
-        import multiprocessing  # only when there is work to share (~20 ms of a warm run otherwise)
-
-        if "fork" not in multiprocessing.get_all_start_methods():
-            return [fn(x) for x in items]
-        global _job
-        _job = (fn, items)
-        try:
-            self.size = min(self.jobs, len(items))
-            self.pool = multiprocessing.get_context("fork").Pool(self.size)
-            for i, r in self.pool.imap_unordered(_call, order, chunksize=CHUNK):
-                out[i] = r
-        except BaseException:
-            self.close()
-            raise
-        finally:
-            _job = None
-        return out
-
-    @property
-    def forked(self) -> bool:
-        return self.pool is not None
-
-    def fits(self, n: int) -> bool:
-        """Whether the workers forked are as many as a map of `n` items would fork."""
-        return self.pool is not None and self.size >= min(self.jobs, n)
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
-            self.pool = None
-
-    def __enter__(self) -> Workers:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 # -- one file ------------------------------------------------------------------------
@@ -463,7 +372,8 @@ def _index_project(proj: root_mod.Project, key: str, run: dict[str, Path], roots
 
         def ahead(mods: list[str]) -> None:  # modules the index is about to read (its first reads)
             reader.prefetch([run[m] for m in mods if m in run])
-            workers.warm_up()  # then the workers load the engine, while this process reads on
+            # then the workers load the engine and parse the lint's skeletons while this process reads on
+            workers.warm_up([(path, lean[1]) for path, lean in early.lean.items()] if early is not None else [])
 
         index = project.ProjectIndex(run, up_front, roots, reader, s.module_bases, s.compiled_functions, grep,
                                      ahead)
@@ -632,7 +542,7 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
         if fork:  # what the workers inherit is never garbage there: their collections skip it
             gc.freeze()
         try:
-            done = workers.map(_second_pass, items)
+            done = workers.map(_second_pass, items, key=lambda item: item[0])  # where its skeleton was parsed
         finally:
             if fork:
                 gc.unfreeze()

@@ -41,8 +41,10 @@ ALLOWED_STATE = {
     ("graphmend_lint.parallel", "_tool"): "the linter's own code fingerprint, computed once per process",
     ("graphmend_lint.analysis.root", "_marker_memo"): "folder -> its nearest project marker (pyproject.toml, "
                                                       ".git...), read once per process; root.forget() drops it",
-    ("graphmend_lint.parallel", "_job"): "the work handed to forked workers: set just before the pool forks, "
-                                         "cleared after it; not a memo",
+    ("graphmend_lint.workers", "_job"): "the work handed to forked workers: set just before they fork, "
+                                        "cleared after it; not a memo",
+    ("graphmend_lint.cstparse", "_ready"): "skeletons a worker parsed ahead (workers.py), each taken by its "
+                                           "next parse; not a memo",
     ("graphmend_lint.cstparse", "_parsing"): "the threads inside a libcst parse (their nodes skip validation): "
                                              "added and removed around each parse; not a memo",
 }

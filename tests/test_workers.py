@@ -3,14 +3,13 @@ index's reads ahead and the lint; none of it changes an answer. And the text tes
 that may hold a compiled root (read up front)."""
 from __future__ import annotations
 
-import multiprocessing.context
 import re
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from graphmend_lint import parallel, settings
+from graphmend_lint import parallel, settings, workers
 
 # The text test, as one regex (slower than parallel._root_text, which must say the same).
 ROOT_REGEX = re.compile(rb"\bdef\s+forward\b|\.forward\b|(?<!\bre\.)compile|optimize")
@@ -76,8 +75,7 @@ def _project(root: Path, n: int = 10) -> None:
 def _check(root: Path, names: list[str], jobs: int, monkeypatch) -> tuple[list, list, list[int], int]:
     """(findings, what the index read, the sizes of its reads ahead, pools forked)."""
     read, ahead, pools = [], [], []
-    index_project, prefetch, pool = parallel._index_project, parallel._Reader.prefetch, \
-        multiprocessing.context.ForkContext.Pool
+    index_project, prefetch, fork = parallel._index_project, parallel._Reader.prefetch, workers.Workers._fork
 
     def spy_index(*a):
         got = index_project(*a)
@@ -89,13 +87,13 @@ def _check(root: Path, names: list[str], jobs: int, monkeypatch) -> tuple[list, 
         prefetch(self, paths)
         ahead.append(len(self.ahead) - before)
 
-    def spy_pool(self, *a, **k):
-        pools.append(1)
-        return pool(self, *a, **k)
+    def spy_fork(self, n):
+        pools.append(n)
+        return fork(self, n)
 
     monkeypatch.setattr(parallel, "_index_project", spy_index)
     monkeypatch.setattr(parallel._Reader, "prefetch", spy_prefetch)
-    monkeypatch.setattr(multiprocessing.context.ForkContext, "Pool", spy_pool)
+    monkeypatch.setattr(workers.Workers, "_fork", spy_fork)
     monkeypatch.chdir(root)
     monkeypatch.setenv("GRAPHMEND_CACHE_DIR", str(root / f"cache-{jobs}"))  # empty: a cold run that keeps its record
     outs = parallel.check_files([root / "pkg" / n for n in names], settings.Settings(), jobs=jobs)
@@ -132,3 +130,40 @@ def test_a_root_through_a_name_bound_to_torch_compile_in_another_file(tmp_path):
     for jobs in (1, 2):
         outs = parallel.check_files([pkg / "model.py"], settings.Settings(), jobs=jobs, use_cache=False)
         assert [(f.code, f.line) for f in outs[0].findings] == [("GM201", 6)]
+
+
+def _parsed_here(item) -> bool:
+    """The lint's parse of `item`'s skeleton in this worker is the tree parsed ahead here."""
+    from graphmend_lint import cstparse
+
+    ahead = cstparse._ready.get(item[1])
+    return ahead is not None and cstparse.parse_module(item[1]) is ahead
+
+
+def _fail(item):
+    raise ValueError(f"bad {item}")
+
+
+def test_each_skeleton_goes_to_the_worker_that_parsed_it_ahead():
+    import time
+
+    sources = [(f"f{i}.py", f"def f{i}(x):\n    return x + {i}\n".encode() * (i + 1)) for i in range(6)]
+    with workers.Workers(2, lint=True) as w:
+        assert w.map(str, ["a", "b", "c"]) == ["a", "b", "c"]  # forks them
+        w.warm_up(sources)
+        assert sorted(w.home.values()) == [0, 0, 0, 1, 1, 1]  # dealt by bytes: 3 each
+        for _ in range(400):  # the parses ahead end (the engine's import first); a map reads their news
+            w.map(str, [1, 2])
+            if not any(w.warming):
+                break
+            time.sleep(0.05)
+        assert w.map(_parsed_here, sources, key=lambda item: item[0]) == [True] * len(sources)
+        assert w.map(_parsed_here, sources, key=lambda item: item[0]) == [False] * len(sources)  # each taken once
+
+
+def test_an_error_in_a_worker_is_raised_here_and_ends_the_workers():
+    w = workers.Workers(2)
+    assert w.map(str, [1, 2]) == ["1", "2"]
+    with pytest.raises(ValueError, match="bad 3"):
+        w.map(_fail, [3])
+    assert not w.forked
