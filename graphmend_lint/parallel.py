@@ -18,12 +18,12 @@ index of the file's whole PROJECT (analysis/root.py), never from the run's list 
      next such run reads instead of one entry a file.
 So a cold run lints each file once, with its facts, and a run on one file (pre-commit, stdin, the
 language server, Fixit through rules/provider.py) sees what a run on the whole tree sees. Workers
-(`Workers`) are forked once a run, for the index's first pass (before there is an index to copy),
-and kept: while this process builds the index they summarise batches of files it is about to read
-and load the engine (libcst, the rules), then they lint. A run whose first pass forks none (all
-summaries cached) forks them for the lint, after loading the engine here; a run whose files all
-come from the cache loads neither the rules nor libcst. They take the files largest first, a few
-at a time, and send back findings without libcst nodes.
+(workers.py) are forked once a run, for the index's first pass (before there is an index to copy),
+and kept: while this process builds the index they summarise batches of files it is about to read,
+load the engine (libcst, the rules) and parse the lint's skeletons, then they lint, each file where
+its skeleton was parsed. A run whose first pass forks none (all summaries cached) forks them for
+the lint, after loading the engine here; a run whose files all come from the cache loads neither
+the rules nor libcst. They take the files largest first and send back findings without libcst nodes.
 """
 from __future__ import annotations
 

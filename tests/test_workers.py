@@ -147,11 +147,12 @@ def _fail(item):
 def test_each_skeleton_goes_to_the_worker_that_parsed_it_ahead():
     import time
 
-    sources = [(f"f{i}.py", f"def f{i}(x):\n    return x + {i}\n".encode() * (i + 1)) for i in range(6)]
+    # One a worker: each takes its own first (with more, a worker done early takes another's: no test).
+    sources = [(f"f{i}.py", f"def f{i}(x):\n    return x + {i}\n".encode() * (i + 1)) for i in range(2)]
     with workers.Workers(2, lint=True) as w:
         assert w.map(str, ["a", "b", "c"]) == ["a", "b", "c"]  # forks them
         w.warm_up(sources)
-        assert sorted(w.home.values()) == [0, 0, 0, 1, 1, 1]  # dealt by bytes: 3 each
+        assert sorted(w.home.values()) == [0, 1]  # dealt by bytes
         for _ in range(400):  # the parses ahead end (the engine's import first); a map reads their news
             w.map(str, [1, 2])
             if not any(w.warming):
