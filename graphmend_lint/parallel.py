@@ -47,7 +47,6 @@ from .settings import Settings
 from .workers import Workers
 
 
-
 def default_jobs() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))

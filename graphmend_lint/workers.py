@@ -75,8 +75,6 @@ def _serve(conn) -> None:
             msg = conn.recv()
         except (EOFError, OSError):
             return
-        if msg[0] == "stop":
-            return
         if msg[0] == "warm":
             from . import runner
 
@@ -158,10 +156,9 @@ class Workers:
             shares[k].append(source)
             loads[k] += len(source)
             self.home[key] = k
-        for k, (_, conn) in enumerate(self.procs):
-            if not self.busy[k]:
-                conn.send(("warm", shares[k]))
-                self.warming[k] = True
+        for k, (_, conn) in enumerate(self.procs):  # none is busy: a map returns once every task is answered
+            conn.send(("warm", shares[k]))
+            self.warming[k] = True
 
     def map(self, fn, items: list, key=None) -> list:
         """fn over items; `key(item)`: the key `warm_up` dealt, to send the item where it was parsed."""
@@ -220,7 +217,7 @@ class Workers:
     @staticmethod
     def _take(k: int, own: list[list[int]], rest: list[int], chunk: int) -> list[int]:
         """The next items for worker k: its own, else any not dealt, else another's (the longest queue)."""
-        for queue in (own[k], rest, max(own, key=len) if own else []):
+        for queue in (own[k], rest, max(own, key=len)):
             if queue:
                 part = queue[:chunk]
                 del queue[:chunk]
