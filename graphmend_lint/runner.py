@@ -225,12 +225,14 @@ def _check(source: bytes, tree: ast.Module | None, s: Settings, fix: bool, ext=N
     if not fix and s.skeleton:
         try:
             keep = set(ext.compiled | ext.wrapped) if ext is not None else set()  # "f", "Cls.m"
-            if ready is not None and not keep & ready[1]:
+            if ready is not None and not skeleton.stale(ready, keep, ext):
                 lean = ready[0]
             else:
-                lean = skeleton.skeleton(source, tree if tree is not None else _parse(source), s.compiled_scope, keep)
+                lean = skeleton.skeleton(source, tree if tree is not None else _parse(source), s.compiled_scope, keep, ext)
         except Exception:  # the skeleton is an optimisation: never a reason to fail
             lean = source
+        if lean == skeleton.NOTHING and source:
+            return engine.Result([], source, 0)
         if lean != source:
             try:
                 got = engine.check(lean, s, ext=ext, whole=source if s.fix_edits else None)

@@ -22,9 +22,10 @@ import ast
 import io
 import tokenize
 
-from . import prefilter
+from . import gate, prefilter
 from .analysis import summary
 
+NOTHING = b""  # the skeleton of a file where no rule can report: no def a rule may report in runs compiled
 HELPER = "_graphmend_print"  # fixes/defer.HELPER: gm201 looks it up among the module's functions
 # Kept whole by name: `forward`, an autograd.Function's `backward` (traced with its forward), the helper.
 ALWAYS = ("forward", "backward", HELPER)
@@ -63,8 +64,12 @@ def _nodes(node: ast.AST) -> list[ast.AST]:
 
 def _used(node: ast.AST, out: set[str]) -> None:
     """Every name a rule could follow from `node`: Names, attribute names, identifier strings."""
+    _names_in(_nodes(node), out)
+
+
+def _names_in(nodes: list, out: set[str]) -> None:
     name, attribute, constant, alias = ast.Name, ast.Attribute, ast.Constant, ast.alias
-    for n in _nodes(node):
+    for n in nodes:
         t = n.__class__
         if t is name:
             out.add(n.id)
@@ -78,13 +83,16 @@ def _used(node: ast.AST, out: set[str]) -> None:
 
 class _Def:
     """A top-most def; the names it uses are read when it is kept (most defs of a file are not).
-    `owner`: the class whose body holds it, if any."""
-    __slots__ = ("node", "_used", "owner")
+    `owner`: the class whose body holds it, if any. `body`: the nodes of its body (gate.py reads them)."""
+    __slots__ = ("node", "_used", "owner", "_body", "_body_used", "_calls")
 
     def __init__(self, node: ast.AST, owner: str | None = None) -> None:
         self.node = node
         self.owner = owner
         self._used: set[str] | None = None
+        self._body: list | None = None
+        self._body_used: set[str] | None = None
+        self._calls: set[str] | None = None
 
     @property
     def qualname(self) -> str:
@@ -93,10 +101,41 @@ class _Def:
         return f"{self.owner}.{name}" if self.owner else name
 
     @property
+    def body(self) -> list:
+        if self._body is None:
+            self._body = [n for stmt in self.node.body for n in _nodes(stmt)]  # type: ignore[attr-defined]
+        return self._body
+
+    @property
+    def body_used(self) -> set[str]:
+        """The names its body uses (not its decorators, defaults, annotations: they run where the def does)."""
+        if self._body_used is None:
+            self._body_used = set()
+            _names_in(self.body, self._body_used)
+        return self._body_used
+
+    @property
+    def nodes(self) -> list:
+        """Every node of the def below it: its body's, then its decorators', arguments', return annotation's."""
+        n = self.node
+        return self.body + [x for part in (*n.decorator_list, n.args, n.returns) if part is not None  # type: ignore[attr-defined]
+                            for x in _nodes(part)]
+
+    @property
+    def calls(self) -> set[str]:
+        """The names its body calls: `f(...)`, `self.m(...)` (how the analysis finds a same-file callee)."""
+        if self._calls is None:
+            self._calls = gate.called(self.body)
+        return self._calls
+
+    @property
     def used(self) -> set[str]:
         if self._used is None:
-            self._used = set()
-            _used(self.node, self._used)
+            n = self.node
+            head = [x for part in (*n.decorator_list, n.args, n.returns) if part is not None  # type: ignore[attr-defined]
+                    for x in _nodes(part)]
+            self._used = set(self.body_used)
+            _names_in(head, self._used)
         return self._used
 
 
@@ -206,19 +245,66 @@ def _class_holders(source: bytes, defs: list[_Def]) -> set[str]:
 _REGISTER = ("register_buffer", "register_parameter")
 
 
-def _read_anyway(node: ast.AST) -> bool:
+def _read_anyway(node: ast.AST, nodes: list | None = None) -> bool:
     """Code the analysis reads in any function: imports (Bindings), attribute stores (`self.x = ...`, and
     `setattr`/`__dict__`, which make a class's NumPy attributes unknown), buffers and parameters
-    registered by name (`self.register_buffer("x", ...)`: tensor attributes)."""
+    registered by name (`self.register_buffer("x", ...)`: tensor attributes). `nodes`: those of `node`, if known."""
     return any(isinstance(n, (ast.Import, ast.ImportFrom))
                or isinstance(n, ast.Attribute) and (not isinstance(n.ctx, ast.Load) or n.attr in _REGISTER
                                                     or n.attr == "__dict__")
                or isinstance(n, ast.Name) and n.id == "setattr"  # stores tensors.numpy_attrs cannot see
-               for n in _nodes(node))
+               for n in (nodes if nodes is not None else _nodes(node)))
+
+
+def _imports_in(node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in _nodes(node))
+
+
+def _idle(defs: list[_Def], hot: set[ast.AST], classes: list[ast.ClassDef]) -> set[ast.AST]:
+    """The methods of the classes no kept def reads the attributes of: no method of theirs is kept, nor
+    one of a class of the file that derives from them (analysis/facts.py reads a class's stores, and its
+    same-file bases', for its own methods only). What the analysis reads in them is their imports."""
+    needed = {d.owner for d in defs if d.node in hot and d.owner is not None}
+    bases = {c.name: {(summary.dotted(b) or "").rsplit(".", 1)[-1] for b in c.bases} for c in classes}
+    # scope.frame_root: a kept forward's class, or one deriving from it, built in a store of another class
+    built = {d.owner for d in defs if d.node in hot and d.owner is not None and d.node.name == "forward"}  # type: ignore[attr-defined]
+    changed = True
+    while changed:
+        changed = False
+        for c in classes:
+            if c.name not in built and bases[c.name] & built:
+                built.add(c.name)
+                changed = True
+    if built:
+        needed |= {c.name for c in classes if c.name not in needed and _builds(c, built)}
+    changed = True
+    while changed:
+        changed = False
+        for c in classes:
+            if c.name in needed:
+                for name in bases[c.name]:
+                    if name and name not in needed:
+                        needed.add(name)
+                        changed = True
+    return {d.node for d in defs if d.owner is not None and d.owner not in needed and d.node not in hot}
+
+
+def _builds(cls: ast.ClassDef, names: set[str]) -> bool:
+    """A store in `cls` (`self.x = ...`) calls one of `names` (scope._built_by_modules)."""
+    for n in _nodes(cls):
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None and any(
+                isinstance(t, ast.Attribute) for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
+            if any(isinstance(c, ast.Call) and (summary.dotted(c.func) or "").rsplit(".", 1)[-1] in names
+                   for c in _nodes(n.value)):
+                return True
+    return False
 
 
 class _Editor:
-    def __init__(self, source: bytes, numpy: frozenset[str] = frozenset()) -> None:
+    def __init__(self, source: bytes, numpy: frozenset[str] = frozenset(), known: dict | None = None,
+                 idle: set | None = None) -> None:
+        self.known = known or {}  # def -> its nodes, where already listed (a compiled def the gate cut)
+        self.idle = idle or set()  # methods of idle classes (`_idle`): only their imports are read
         self.lines = source.split(b"\n")  # no CR (see _whole_file): offsets are UTF-8 bytes, like ast's
         self.numpy = numpy  # the module's names for numpy (_numpy_aliases)
 
@@ -299,15 +385,18 @@ def _binds(node: ast.AST, names: set[str]) -> bool:
 
 def _reduce(stmt: ast.AST, ed: _Editor) -> bool:
     """Blank the body statements of a def that never runs compiled, except those `_read_anyway`
-    and those binding a name of `_numpy_names`.
+    and those binding a name of `_numpy_names` (only imports, in a method of an idle class).
 
     False (nothing blanked) when none can go; the def is then dropped or kept whole by the caller."""
     body = stmt.body  # type: ignore[attr-defined]
     if body[0].lineno == stmt.lineno or ed.whole_lines(stmt) is None:  # type: ignore[attr-defined]
         return False
     text = b"\n".join(ed.lines[stmt.lineno - 1:stmt.end_lineno]) if ed.numpy else b""  # type: ignore[attr-defined]
-    names = _numpy_names(stmt, ed.numpy) if any(a.encode() in text for a in ed.numpy) else set()
-    spans = [ed.whole_lines(s) if not (_read_anyway(s) or names and _binds(s, names)) else None for s in body]
+    if stmt in ed.idle:
+        spans = [ed.whole_lines(s) if not _imports_in(s) else None for s in body]
+    else:
+        names = _numpy_names(stmt, ed.numpy) if any(a.encode() in text for a in ed.numpy) else set()
+        spans = [ed.whole_lines(s) if not (_read_anyway(s) or names and _binds(s, names)) else None for s in body]
     if not any(spans) or all(spans):
         return False
     for span in spans:
@@ -328,7 +417,8 @@ def _edit(block: list, ed: _Editor, compiled: set, top: bool, doc_block: bool = 
             continue
         is_def = isinstance(stmt, _DEFS)
         docstring = doc_block and stmt is block[0] and _is_doc(stmt)
-        if top and is_def and stmt not in compiled and not _read_anyway(stmt) or docstring:
+        if top and is_def and stmt not in compiled and not (
+                _imports_in(stmt) if stmt in ed.idle else _read_anyway(stmt, ed.known.get(stmt))) or docstring:
             span = ed.whole_lines(stmt)
             if span is not None:
                 dropped.append((span, ed.indent(span[0])))
@@ -350,23 +440,150 @@ def _edit(block: list, ed: _Editor, compiled: set, top: bool, doc_block: bool = 
         ed.lines[first - 1] = indent + b"pass"
 
 
-def skeleton(source: bytes, tree: ast.Module, compiled_scope: str = "reachable", keep: set[str] = frozenset()) -> bytes:
+def _aliases(tree: ast.Module, defs: list[_Def]) -> dict[ast.AST, set[str]]:
+    """Def -> the names code may reach it through: its name, its class's, module- and class-level names bound to a value
+    using it (dispatch tables, `partial`), `self.x` stored from one, what its decorators name
+    (registries); to a fixpoint. A local name in a def is no way in: the def uses the name itself."""
+    edges: dict[str, set[str]] = {}
+
+    def bind(targets: list, value: ast.AST) -> None:
+        names: set[str] = set()
+        for t in targets:
+            for n in _nodes(t):
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                    names.add(n.id)
+                elif isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+                    names.add(n.attr)
+        if names:
+            used: set[str] = set()
+            _used(value, used)
+            for u in used:
+                edges.setdefault(u, set()).update(names)
+
+    def walk(block: list, top: bool) -> None:
+        for stmt in block:
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                if top:
+                    bind(targets, stmt.value)
+                else:  # in a def: only `self.x = ...`
+                    bind([t for t in targets if isinstance(t, ast.Attribute)], stmt.value)
+            elif isinstance(stmt, _DEFS):  # `@TABLE.register(...)`: TABLE may reach it
+                heads = {(summary.dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[0]
+                         for d in stmt.decorator_list}
+                edges.setdefault(stmt.name, set()).update(heads - {""})
+                walk(stmt.body, False)
+                continue
+            for inner in _blocks(stmt):
+                walk([s for h in inner for s in (h.body if isinstance(h, (ast.excepthandler, ast.match_case)) else [h])],
+                     top and not isinstance(stmt, _DEFS))
+    walk(tree.body, True)
+    out: dict[ast.AST, set[str]] = {}
+    for d in defs:  # a method is reached through its class too (`Fn.apply(x)`, `self.h = Helper()`)
+        name = d.node.name  # type: ignore[attr-defined]
+        seen = {name} if d.owner is None else {name, d.owner}
+        todo = list(seen)
+        while todo:
+            for m in edges.get(todo.pop(), ()):
+                if m not in seen:
+                    seen.add(m)
+                    todo.append(m)
+        out[d.node] = seen
+    return out
+
+
+def _module_classes(classes: list[ast.ClassDef]) -> set[str]:
+    """Classes surely nn.Modules by their bases: `...Module`, `...PreTrainedModel`, or such a class of the file."""
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for c in classes:
+            if c.name not in out and any(
+                    (b := (summary.dotted(x) or "").rsplit(".", 1)[-1]) == "Module" or b.endswith("PreTrainedModel")
+                    or b in out for x in c.bases):
+                out.add(c.name)
+                changed = True
+    return out
+
+
+def _hot(tree: ast.Module, defs: list[_Def], compiled: set[ast.AST], g) -> set[ast.AST]:
+    """The compiled defs to keep whole: those a rule may report in (gate.py), and, to a fixpoint, the
+    compiled defs that reach one (callers: what they hand in, whether it runs compiled, whether they
+    call it in a `try`) or that one calls (callees: what they return, whether they are disabled,
+    pure, NumPy); the others are cut as if they did not run compiled. A module class's `forward`
+    runs compiled whoever calls it: only its callers by name count."""
+    mine = [d for d in defs if d.node in compiled]
+    hot = {d.node for d in mine if d.node.name.startswith("_graphmend_")  # type: ignore[attr-defined]
+           or g.may_report(d.node, d.body)}  # defer.HELPERS: rules look them up
+    if len(hot) == len(mine):
+        return compiled
+    aliases = _aliases(tree, defs)
+    modules = _module_classes(g.classes)
+    reach: set[str] = set()  # the names through which the kept defs may be reached
+    named: set[str] = set()  # the names of kept roots (reached by their name only)
+    calls: set[str] = set()  # the names the kept defs call (`f(...)`, `self.m(...)`)
+
+    def keep(d: _Def) -> None:
+        if d.node.name == "forward" and d.owner in modules:  # type: ignore[attr-defined]
+            named.add("forward")
+        else:
+            reach.update(aliases[d.node])
+        calls.update(d.calls)
+
+    for d in mine:
+        if d.node in hot:
+            keep(d)
+    changed = True
+    while changed:
+        changed = False
+        for d in mine:
+            if d.node not in hot and (d.body_used & reach or d.calls & named or d.node.name in calls):  # type: ignore[attr-defined]
+                hot.add(d.node)
+                keep(d)
+                changed = True
+    return hot
+
+
+def skeleton(source: bytes, tree: ast.Module, compiled_scope: str = "reachable", keep: set[str] = frozenset(),
+             ext=None) -> bytes:
     """`source` with the code no rule can report on or read blanked; `source` itself when unsure.
-    `keep`: qualified names ("f", "Cls.m") of defs that run compiled by the project index."""
-    return lean(source, tree, compiled_scope, keep)[0]
+    `keep`: qualified names ("f", "Cls.m") of defs that run compiled by the project index; `ext`:
+    the file's facts from it (analysis/external.FileFacts), for the gate."""
+    return lean(source, tree, compiled_scope, keep, ext)[0]
+
+
+def stale(ready: tuple, keep: set[str], ext) -> bool:
+    """Whether a skeleton `lean` made before the project index answered ((skeleton, cut, assumed))
+    differs from the one made with its answers: it cut a def the index keeps, or the gate read an
+    attribute the index says a base class of another file registers, or a call may be disabled there."""
+    return bool(keep & ready[1]) or ext is not None and bool(
+        ext.disabled or ready[2] and ready[2] & _buffer_names(ext))
+
+
+def _buffer_names(ext) -> frozenset[str]:
+    return frozenset(e.partition("\t")[2] for e in ext.buffers) if ext is not None else frozenset()
 
 
 def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
-         keep: set[str] = frozenset()) -> tuple[bytes, frozenset[str]]:
+         keep: set[str] = frozenset(), ext=None) -> tuple[bytes, frozenset[str], frozenset[str]]:
     """(the skeleton, the qualified names of the top-most defs it does not keep as compiled: cut, reduced, or
-    left whole only for what the analysis reads). The skeleton with more `keep` names is the same
-    unless one of them is among those: so one made before the project index answers (the runner's
-    first pass, `keep` empty) serves every file whose compiled names miss them."""
+    left whole only for what the analysis reads, the attributes the gate read as non-tensors). The
+    skeleton made with the project index's answers is the same unless `stale` says otherwise: so one
+    made before the index answers (the runner's first pass, `keep` empty) serves most files."""
     if compiled_scope != "reachable" or _whole_file(source, tree):
-        return source, frozenset()
+        return source, frozenset(), frozenset()
     defs, used = _collect(tree)
     installed = summary.forward_sets(source.decode("utf-8", "replace")) if b".forward" in source else set()
     compiled = _compiled_defs(defs, used, set(keep) | _class_holders(source, defs) | installed)
-    ed = _Editor(source, _numpy_aliases(tree) if b"numpy" in source else frozenset())
-    _edit(tree.body, ed, compiled, True)
-    return b"\n".join(ed.lines), frozenset(d.qualname for d in defs if d.node not in compiled)
+    g = gate.FileGate(tree, _buffer_names(ext), ext.disabled if ext is not None else frozenset(),
+                      any(r in source for r in (b"LSTM", b"GRU", b"RNN")))
+    hot = _hot(tree, defs, compiled, g)
+    cut = frozenset(d.qualname for d in defs if d.node not in compiled)
+    if not hot:
+        return NOTHING, cut, frozenset(g.assumed)
+    known = {d.node: d.nodes for d in defs if d.node in compiled and d.node not in hot}
+    ed = _Editor(source, _numpy_aliases(tree) if b"numpy" in source else frozenset(), known,
+                 _idle(defs, hot, g.classes))
+    _edit(tree.body, ed, hot, True)
+    return b"\n".join(ed.lines), cut, frozenset(g.assumed)
