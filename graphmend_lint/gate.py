@@ -301,7 +301,8 @@ class FileGate:
         self.layers: set[str] = set()  # `self.x = <a FLOAT_MODULES layer>(...)` anywhere (FunctionFacts._self_layer)
         self.tensors: set[str] = set()  # `self.x = nn.Parameter(...)`/`torch.zeros(...)`, a registered buffer
         self.stored: set[str] = set()  # every `self.x` the file stores
-        self.assumed: set[str] = set()  # stored attributes read as non-tensors (see the module's doc)
+        self.assumed: set[tuple[str, str]] = set()  # ("buffer", attr): read as no tensor (see the module's doc)
+        self.relative: set[str] = set()  # names bound by relative imports (`from ..layers import Block`)
         self.buffers = buffers
         self.ext_disabled = disabled
         self.disabled: set[str] = set()  # defs decorated with a `disable`, names bound to `disable(...)` (GM907)
@@ -352,6 +353,8 @@ class FileGate:
 
     def _import(self, n: ast.AST) -> None:
         out = self.imports
+        if n.__class__ is ast.ImportFrom and n.level:
+            self.relative.update(a.asname or a.name for a in n.names)
         if n.__class__ is ast.Import:
             for a in n.names:
                 top = a.name.split(".")[0]
@@ -441,7 +444,7 @@ class FileGate:
         a factory in this file, registered as a buffer, or by the index (`buffers`, another file's base)."""
         if attr in self.tensors or attr in self.buffers:
             return True
-        self.assumed.add(attr)
+        self.assumed.add(("buffer", attr))
         return False
 
     # -- the sites ------------------------------------------------------------------

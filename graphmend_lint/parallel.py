@@ -109,7 +109,7 @@ def _first_pass(item: tuple) -> tuple:
                 quiet = s.prefilter and not prefilter.may_have_findings(data, s.compiled_scope, tree)
                 if skeletons and not quiet:
                     try:
-                        lean = skeleton.lean(data, tree, s.compiled_scope)
+                        lean = skeleton.lean(data, tree, s.compiled_scope, trust=True)  # the index checks it
                     except Exception:  # an optimisation: the lint makes it again
                         lean = None
             else:

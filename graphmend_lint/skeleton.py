@@ -479,9 +479,9 @@ def _aliases(tree: ast.Module, defs: list[_Def]) -> dict[ast.AST, set[str]]:
                      top and not isinstance(stmt, _DEFS))
     walk(tree.body, True)
     out: dict[ast.AST, set[str]] = {}
-    for d in defs:  # a method is reached through its class too (`Fn.apply(x)`, `self.h = Helper()`)
-        name = d.node.name  # type: ignore[attr-defined]
-        seen = {name} if d.owner is None else {name, d.owner}
+    for d in defs:  # a dunder (`__call__`, `__init__`) or forward is reached through its class too
+        name = d.node.name  # type: ignore[attr-defined]  # (`self.h = Helper(); self.h(x)`, `Fn.apply(x)`)
+        seen = {name, d.owner} if d.owner is not None and (name.startswith("__") or name in ALWAYS) else {name}
         todo = list(seen)
         while todo:
             for m in edges.get(todo.pop(), ()):
@@ -492,22 +492,50 @@ def _aliases(tree: ast.Module, defs: list[_Def]) -> dict[ast.AST, set[str]]:
     return out
 
 
-def _module_classes(classes: list[ast.ClassDef]) -> set[str]:
-    """Classes surely nn.Modules by their bases: `...Module`, `...PreTrainedModel`, or such a class of the file."""
-    out: set[str] = set()
+def _module_classes(tree: ast.Module, g, known: frozenset[str] = frozenset(), trust: bool = False) -> set[str]:
+    """Top-level classes that are nn.Modules for scope.py (a module class's forward runs compiled whoever
+    calls it): a base that resolves to `torch.nn.*` only, `...PreTrainedModel`, such a class of the file;
+    one the index knows (`known`: ext.module_classes); or, before the index answers (`trust`), taken on
+    trust and noted in `g.assumed` for the runner to check against it, a base imported from another
+    module of the project."""
+    top = [c for c in tree.body if isinstance(c, ast.ClassDef)]
+    names = [c.name for c in top]
+    classes = [c for c in top if names.count(c.name) == 1]
+    out: set[str] = {c.name for c in classes if c.name in known}
+    trusted: set[str] = set()
     changed = True
     while changed:
         changed = False
         for c in classes:
-            if c.name not in out and any(
-                    (b := (summary.dotted(x) or "").rsplit(".", 1)[-1]) == "Module" or b.endswith("PreTrainedModel")
-                    or b in out for x in c.bases):
-                out.add(c.name)
-                changed = True
-    return out
+            if c.name in out:
+                continue
+            for x in c.bases:
+                name = summary.dotted(x) or ""
+                q = g.qualify(x)
+                if q and all(t.startswith("torch.nn.") for t in q) or name.rsplit(".", 1)[-1].endswith("PreTrainedModel") \
+                        or name in out:
+                    out.add(c.name)
+                    trusted.discard(c.name)
+                    changed = True
+                    break
+                if trust and name.split(".")[0] in g.relative and c.name not in trusted and _has_forward(c):
+                    trusted.add(c.name)
+                    changed = True
+    for c in classes:  # a subclass of a trusted class is one on the same trust (only a forward's class matters)
+        if c.name not in out and c.name not in trusted and _has_forward(c) and any(
+                (summary.dotted(x) or "") in trusted or (summary.dotted(x) or "").split(".")[0] in g.relative
+                for x in c.bases):
+            trusted.add(c.name)
+    g.assumed.update(("module", c) for c in trusted)
+    return out | trusted
 
 
-def _hot(tree: ast.Module, defs: list[_Def], compiled: set[ast.AST], g) -> set[ast.AST]:
+def _has_forward(c: ast.ClassDef) -> bool:
+    return any(isinstance(s, _DEFS) and s.name == "forward" for s in c.body)
+
+
+def _hot(tree: ast.Module, defs: list[_Def], compiled: set[ast.AST], g, known: frozenset[str] = frozenset(),
+         trust: bool = False) -> set[ast.AST]:
     """The compiled defs to keep whole: those a rule may report in (gate.py), and, to a fixpoint, the
     compiled defs that reach one (callers: what they hand in, whether it runs compiled, whether they
     call it in a `try`) or that one calls (callees: what they return, whether they are disabled,
@@ -519,7 +547,7 @@ def _hot(tree: ast.Module, defs: list[_Def], compiled: set[ast.AST], g) -> set[a
     if len(hot) == len(mine):
         return compiled
     aliases = _aliases(tree, defs)
-    modules = _module_classes(g.classes)
+    modules = _module_classes(tree, g, known, trust)
     reach: set[str] = set()  # the names through which the kept defs may be reached
     named: set[str] = set()  # the names of kept roots (reached by their name only)
     calls: set[str] = set()  # the names the kept defs call (`f(...)`, `self.m(...)`)
@@ -556,9 +584,15 @@ def skeleton(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
 def stale(ready: tuple, keep: set[str], ext) -> bool:
     """Whether a skeleton `lean` made before the project index answered ((skeleton, cut, assumed))
     differs from the one made with its answers: it cut a def the index keeps, or the gate read an
-    attribute the index says a base class of another file registers, or a call may be disabled there."""
-    return bool(keep & ready[1]) or ext is not None and bool(
-        ext.disabled or ready[2] and ready[2] & _buffer_names(ext))
+    attribute as no tensor that the index says a base class of another file registers, or took a class
+    for an nn.Module that the index does not, or a call may be of a def disabled in another file."""
+    if keep & ready[1]:
+        return True
+    if ext is None:
+        return any(kind == "module" for kind, _ in ready[2])
+    buffers = _buffer_names(ext)
+    return bool(ext.disabled) or any(what in buffers if kind == "buffer" else what not in ext.module_classes
+                                     for kind, what in ready[2])
 
 
 def _buffer_names(ext) -> frozenset[str]:
@@ -566,7 +600,7 @@ def _buffer_names(ext) -> frozenset[str]:
 
 
 def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
-         keep: set[str] = frozenset(), ext=None) -> tuple[bytes, frozenset[str], frozenset[str]]:
+         keep: set[str] = frozenset(), ext=None, trust: bool = False) -> tuple[bytes, frozenset[str], frozenset]:
     """(the skeleton, the qualified names of the top-most defs it does not keep as compiled: cut, reduced, or
     left whole only for what the analysis reads, the attributes the gate read as non-tensors). The
     skeleton made with the project index's answers is the same unless `stale` says otherwise: so one
@@ -578,7 +612,7 @@ def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
     compiled = _compiled_defs(defs, used, set(keep) | _class_holders(source, defs) | installed)
     g = gate.FileGate(tree, _buffer_names(ext), ext.disabled if ext is not None else frozenset(),
                       any(r in source for r in (b"LSTM", b"GRU", b"RNN")))
-    hot = _hot(tree, defs, compiled, g)
+    hot = _hot(tree, defs, compiled, g, ext.module_classes if ext is not None else frozenset(), trust and ext is None)
     cut = frozenset(d.qualname for d in defs if d.node not in compiled)
     if not hot:
         return NOTHING, cut, frozenset(g.assumed)
