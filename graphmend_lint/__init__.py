@@ -4,7 +4,7 @@
 
 Rooms, imports going one way (tests/test_architecture.py checks it, and that nothing cycles):
   the CLI (cli, engine, runner, parallel, server, output, cache, files, docs, prefilter, skeleton,
-  verify/) -> rules/ -> fixes/ -> analysis/ -> base (settings, fastwalk, positions).
+  gate, verify/) -> rules/ -> fixes/ -> analysis/ -> base (settings, fastwalk, positions).
 Per-file state lives in one context per parsed module (analysis/filecontext.py), made by the
 engine (or, under Fixit, once per file) and read by the rules as `self.ctx`.
 """

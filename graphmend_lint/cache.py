@@ -97,7 +97,11 @@ def _decode(d: dict, finding_cls, safety_cls):
 class Cache:
     def __init__(self, directory: Path, s: settings_mod.Settings) -> None:
         self.dir = directory / "v1"
+        self._made: set[Path] = set()  # folders this process made or found
         self.prefix = hashlib.sha256(_tool_fingerprint() + _settings_fingerprint(s)).digest()
+
+    def __getstate__(self) -> dict:  # sent to a worker with each task: not the folders seen here
+        return {**self.__dict__, "_made": set()}
 
     @classmethod
     def for_settings(cls, s: settings_mod.Settings) -> "Cache":
@@ -157,16 +161,19 @@ class Cache:
 
     def _write(self, path: Path, value) -> None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            ignore = self.dir.parent / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# created by graphmend-lint\n*\n")
+            if path.parent not in self._made:  # a cold run writes thousands of entries: no stat for each
+                path.parent.mkdir(parents=True, exist_ok=True)
+                ignore = self.dir.parent / ".gitignore"
+                if not ignore.exists():
+                    ignore.write_text("# created by graphmend-lint\n*\n")
+                self._made.add(path.parent)
             fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=path.parent)
         except OSError:
+            self._made.discard(path.parent)  # removed since (the user cleared the cache): made again next time
             return  # a cache that cannot be written is only slower
         try:
             with os.fdopen(fd, "w") as fh:
-                json.dump(value, fh)
+                fh.write(json.dumps(value))  # one write (json.dump writes each token on its own)
             os.replace(tmp, path)
         except OSError:
             pass

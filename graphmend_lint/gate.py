@@ -9,9 +9,10 @@ depend on tensor data" and "is it surely static" on `ast`, names followed throug
 the def and the defs nested in it. Saying yes too often costs time only; saying no wrongly loses a
 finding, so each trigger follows its rule's visit hooks (tests/test_speed_skeleton.py checks every
 fixture with and without the skeleton, and the lint-speed check whole trees against the base).
-`assumed` holds the `self.x` attribute names read as non-tensors because this file stores them
-(a base class of another file may register a buffer of that name: the runner makes the skeleton
-again when the project index says so).
+`assumed` holds what the gate took on trust before the project index answered (the first pass):
+("buffer", x), a `self.x` read as no tensor though a base class of another file may register it;
+("module", C), a class taken for an nn.Module by a base imported from the project (skeleton.py). The
+runner makes the skeleton again where the index says otherwise (skeleton.stale).
 """
 from __future__ import annotations
 
@@ -255,18 +256,6 @@ class _Facts:
                 return _DATA
             return _DATA if recv[0] else _NO
         return _NO
-
-
-def _iterated(it: ast.AST) -> list[ast.AST]:
-    """What a loop's names may take elements of: `it`, and through `zip(a, b)`, `enumerate(a)`...
-    the arguments of the calls it is made of."""
-    out, todo = [], [it]
-    while todo:
-        e = todo.pop()
-        out.append(e)
-        if isinstance(e, ast.Call):
-            todo.extend(a.value if isinstance(a, ast.Starred) else a for a in e.args)
-    return out
 
 
 def _optional_inner(ann: ast.AST) -> ast.AST:

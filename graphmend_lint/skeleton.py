@@ -13,6 +13,9 @@ content). Dropped lines become empty lines (`pass` where a block would be empty)
 line keeps its number and columns and the findings are the same. Files with a compile-call
 needle (`torch.compile`: any function may be a root), CR or form feeds, or a non-UTF-8 coding
 cookie are left whole. Lint only: never on --fix/--diff (fixes are made on the whole source).
+Of the defs that may run compiled, the gate (gate.py) keeps whole only those a rule may report in and
+the compiled defs linked to them (`_hot`); the others are cut too, and a method of a class no kept def
+reads keeps only its imports (`_idle`). A file with no def kept is not parsed by libcst (`NOTHING`).
 tests/test_speed_skeleton.py checks the findings with and without it. The runner applies it unless
 the settings turn it off (`skeleton = False`: `check --no-skeleton` or `--no-prefilter`).
 """

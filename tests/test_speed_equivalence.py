@@ -166,6 +166,23 @@ def test_concurrent_writers_leave_whole_entries(tmp_path):
     assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".tmp")]
 
 
+def test_a_cache_writes_entries_whose_folder_went_away_and_travels_without_what_it_saw(tmp_path):
+    """The cache remembers the folders it made (no stat for each of a cold run's entries), is sent to
+    a worker without them, and a folder removed since (a user clearing it) costs one entry."""
+    import pickle
+    import shutil
+
+    c = cache.Cache(tmp_path, settings.Settings())
+    c.put_json("idx", "ab" * 32, {"x": [1, 2]})
+    assert c.get_json("idx", "ab" * 32) == {"x": [1, 2]} and c._made
+    assert pickle.loads(pickle.dumps(c))._made == set()
+    shutil.rmtree(tmp_path / "v1")
+    c.put_json("idx", "ab" * 32, {"x": 3})  # the folder it made is gone: not written, no error
+    assert c.get_json("idx", "ab" * 32) is None
+    c.put_json("idx", "ab" * 32, 4)  # then made again
+    assert c.get_json("idx", "ab" * 32) == 4
+
+
 def test_prefilter_keeps_every_rule_example_and_fixture():
     for rule in ALL_RULES:
         for case in rule.INVALID:
