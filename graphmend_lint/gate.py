@@ -37,8 +37,8 @@ _CASTS = {"to", "half", "float", "double", "bfloat16", "type"}  # GM914
 _NOT_LAYERS = {"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"}
 _SIZES = {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "narrow"}  # GM906
 _SIZE_FUNCS = {"torch.zeros", "torch.ones", "torch.empty", "torch.nn.functional.one_hot"}
-# qualified names: GM303, GM921, GM922, GM911, and torch.where/equal/allclose/is_nonzero (GM905, GM301-303)
-_NAMED = {"torch._assert", "torch._check_tensor_all", "torch.autograd.grad", "copy.deepcopy", "torch.where",
+# qualified names: GM303, GM921, GM922, GM911, and torch.equal/allclose/is_nonzero (GM301-303)
+_NAMED = {"torch._assert", "torch._check_tensor_all", "torch.autograd.grad", "copy.deepcopy",
           "torch.get_rng_state", "torch.set_rng_state", "torch.random.get_rng_state", "torch.random.set_rng_state",
           "torch.manual_seed", "torch.random.manual_seed", "torch.initial_seed", "torch.random.initial_seed",
           "torch.Generator", *T.DATA_FUNCS, *(f"torch.{n}" for n in _DYNAMIC)}
@@ -492,6 +492,8 @@ class FileGate:
         if any(k.arg == "requires_grad" for k in call.keywords):
             return True  # GM916
         q = self.qualify(f)
+        if "torch.where" in q and len(call.args) + len(call.keywords) == 1:
+            return True  # GM905: `torch.where(mask)`, the indices of a mask
         if q and any(x in _NAMED or x.split(".")[0] in _MODULES  # numpy: GM910, GM917, GM918
                      or x.rsplit(".", 1)[-1] in _PARAMETERS and x.startswith("torch.nn") for x in q):
             return True

@@ -211,8 +211,9 @@ def _fix_error(source: bytes, path: Path, e: SyntaxError) -> str:
 
 def _check(source: bytes, tree: ast.Module | None, s: Settings, fix: bool, ext=None, ready: tuple | None = None):
     """engine.check; lint-only runs parse the skeleton (skeleton.py), or the whole file if it fails.
-    `ready`: (skeleton, cut def names) made before the project index answered: it is this skeleton
-    unless the index keeps a def it cut (skeleton.lean); `tree` (None then) is parsed only if so.
+    `ready`: (skeleton, cut def names, assumed) made before the project index answered: it is this
+    skeleton unless the index says otherwise (skeleton.stale); `tree` (None then) is parsed only if so.
+    A skeleton of NOTHING (no def a rule may report in) is a file without findings, never parsed.
 
     With `fix_edits` (JSON, the server) the fixes' edits are computed on the skeleton too, and
     the whole file is parsed again only when one of them is not shown to hold on the whole file
@@ -245,8 +246,8 @@ def _check(source: bytes, tree: ast.Module | None, s: Settings, fix: bool, ext=N
 def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None,
                lean: tuple | None = None) -> FileOutcome:
     """`ext`: the file's facts from the project index (analysis/external.FileFacts), if any.
-    `lean`: (bytes, skeleton, cut def names) from the run's first pass (parallel.Early): those bytes
-    were validated there, kept by the pre-filter, and skeletonised."""
+    `lean`: (bytes, skeleton, cut def names, what the gate assumed) from the run's first pass
+    (parallel.Early): those bytes were validated there, kept by the pre-filter, and skeletonised."""
     try:
         source = files.read_source(path, MAX_BYTES)
     except Exception as e:  # bad input never stops the run

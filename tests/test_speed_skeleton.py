@@ -366,10 +366,10 @@ def test_a_first_pass_skeleton_serves_only_the_bytes_it_was_made_from(tmp_path):
     s = settings.Settings()
     nothing = b"x = 1\n" + b"\n" * (source.count(b"\n") - 1)  # a stand-in skeleton with no finding
     assert runner.check_source(path, source, s, write=False).findings
-    assert not runner.check_source(path, source, s, write=False, lean=(source, nothing, frozenset())).findings
-    stale = (source + b"# edited\n", nothing, frozenset())
+    assert not runner.check_source(path, source, s, write=False, lean=(source, nothing, frozenset(), frozenset())).findings
+    stale = (source + b"# edited\n", nothing, frozenset(), frozenset())
     assert runner.check_source(path, source, s, write=False, lean=stale).findings
-    fixing = runner.check_source(path, source, s, fix=True, write=False, lean=(source, nothing, frozenset()))
+    fixing = runner.check_source(path, source, s, fix=True, write=False, lean=(source, nothing, frozenset(), frozenset()))
     assert fixing.fixed  # a fix run never uses it
 
 
