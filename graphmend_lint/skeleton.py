@@ -294,12 +294,17 @@ def _idle(defs: list[_Def], hot: set[ast.AST], classes: list[ast.ClassDef]) -> s
 
 def _builds(cls: ast.ClassDef, names: set[str]) -> bool:
     """A store in `cls` (`self.x = ...`) calls one of `names` (scope._built_by_modules)."""
-    for n in _nodes(cls):
-        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None and any(
-                isinstance(t, ast.Attribute) for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
-            if any(isinstance(c, ast.Call) and (summary.dotted(c.func) or "").rsplit(".", 1)[-1] in names
-                   for c in _nodes(n.value)):
+    todo = list(cls.body)
+    while todo:  # statements only: a store is one
+        n = todo.pop()
+        if isinstance(n, (ast.Assign, ast.AnnAssign)):
+            if n.value is not None and any(isinstance(t, ast.Attribute) for t in (
+                    n.targets if isinstance(n, ast.Assign) else [n.target])) and any(
+                    isinstance(c, ast.Call) and (summary.dotted(c.func) or "").rsplit(".", 1)[-1] in names
+                    for c in _nodes(n.value)):
                 return True
+            continue
+        todo.extend(_children(n))
     return False
 
 
@@ -549,6 +554,8 @@ def _hot(tree: ast.Module, defs: list[_Def], compiled: set[ast.AST], g, known: f
            or g.may_report(d.node, d.body)}  # defer.HELPERS: rules look them up
     if len(hot) == len(mine):
         return compiled
+    if not hot:
+        return hot
     aliases = _aliases(tree, defs)
     modules = _module_classes(tree, g, known, trust)
     reach: set[str] = set()  # the names through which the kept defs may be reached
