@@ -17,6 +17,7 @@ runner makes the skeleton again where the index says otherwise (skeleton.stale).
 from __future__ import annotations
 
 import ast
+import re
 
 from .analysis import tables as T
 from .analysis.summary import dotted
@@ -63,11 +64,12 @@ class _Facts:
     def __init__(self, func: ast.AST, gate: "FileGate", nodes: list) -> None:
         self.g = gate
         self.assigned: dict[str, list[ast.AST]] = {}  # name -> values (an unknown binding adds nothing)
-        self.params: dict[str, list[tuple[ast.arg, ast.AST | None]]] = {}
+        self.params: dict[str, list[tuple[ast.arg, ast.AST | None, bool]]] = {}  # (arg, default, of `func`)
         self.memo: dict[str, tuple[bool, bool]] = {}
         self.active: set[str] = set()
         self.nodes = nodes
-        self._params(func)
+        self.name = func.name  # type: ignore[attr-defined]
+        self._params(func, True)
         for n in nodes:
             t = n.__class__
             if t is ast.Assign:
@@ -85,7 +87,7 @@ class _Facts:
                 if n.optional_vars is not None:
                     self._bind(n.optional_vars, n.context_expr)
             elif t in _DEFS:
-                self._params(n)
+                self._params(n, False)
 
     def _loop(self, target: ast.AST, it: ast.AST) -> None:
         """A loop's names take the elements of what it iterates (tensors._Assignments._bind_loop): through
@@ -108,12 +110,12 @@ class _Facts:
             return
         self._bind(target, it)
 
-    def _params(self, func: ast.AST) -> None:
+    def _params(self, func: ast.AST, top: bool) -> None:
         a = func.args  # type: ignore[attr-defined]
         pos = [*a.posonlyargs, *a.args]
         defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
         for p, d in [*zip(pos, defaults), *zip(a.kwonlyargs, a.kw_defaults)]:
-            self.params.setdefault(p.arg, []).append((p, d))
+            self.params.setdefault(p.arg, []).append((p, d, top))
 
     def _add(self, name: str, value: ast.AST) -> None:
         self.assigned.setdefault(name, []).append(value)
@@ -185,9 +187,9 @@ class _Facts:
 
     def _param(self, name: str) -> bool:
         """FunctionFacts._param: a tensor annotation, a caller's value (no default), a `*_like(p)` use."""
-        return any(self._one_param(name, p, default) for p, default in self.params[name])
+        return any(self._one_param(name, p, default, top) for p, default, top in self.params[name])
 
-    def _one_param(self, name: str, p: ast.arg, default: ast.AST | None) -> bool:
+    def _one_param(self, name: str, p: ast.arg, default: ast.AST | None, top: bool) -> bool:
         ann = p.annotation
         if ann is not None:
             inner = _optional_inner(ann)
@@ -196,7 +198,8 @@ class _Facts:
                 return not _number_or_bool(default)
             if isinstance(inner, ast.Name) and inner.id in ("int", "float", "bool", "str") and inner is ann:
                 return False
-        return default is None or name in self.like_args
+        # what same-file callers hand in (facts._from_callers): a top-most def called by name or as `self.m(...)`
+        return default is None and top and self.g.called(self.name) or name in self.like_args
 
     @property
     def like_args(self) -> set[str]:
@@ -281,10 +284,12 @@ class FileGate:
     Read off the file's statements only: expressions are read per def, in `may_report`."""
 
     def __init__(self, tree: ast.Module, buffers: frozenset[str] = frozenset(),
-                 disabled: frozenset[str] = frozenset(), rnn: bool = True) -> None:
+                 disabled: frozenset[str] = frozenset(), source: bytes | None = None) -> None:
         """`buffers`, `disabled`: the project index's `ext.buffers` names and `ext.disabled` spellings;
-        `rnn`: whether the file may build an RNN layer (its text names one)."""
-        self.rnn = rnn
+        `source`: the file's bytes (None: read as if it called every def and named every RNN layer)."""
+        self.source = source
+        self.rnn = source is None or any(r in source for r in (b"LSTM", b"GRU", b"RNN"))
+        self._called: dict[str, bool] = {}
         self.imports: dict[str, set[str]] = {}
         self.def_names: set[str] = set()
         self.layers: set[str] = set()  # `self.x = <a FLOAT_MODULES layer>(...)` anywhere (FunctionFacts._self_layer)
@@ -419,6 +424,17 @@ class FileGate:
                 if name not in self.numpy_defs and names & self.numpy_defs:
                     self.numpy_defs.add(name)
                     changed = True
+
+    def called(self, name: str) -> bool:
+        """The file's text calls `name(...)` or `self.name(...)` (not in `def name(`)."""
+        if self.source is None:
+            return True
+        got = self._called.get(name)
+        if got is None:
+            n = re.escape(name.encode())
+            got = self._called[name] = re.search(
+                rb"(?<!def )(?<![\w.])" + n + rb"\s*\(|\bself\s*\.\s*" + n + rb"\s*\(", self.source) is not None
+        return got
 
     def qualify(self, node: ast.AST) -> set[str]:
         """Every qualified name a Name/Attribute chain may resolve to through the file's imports."""

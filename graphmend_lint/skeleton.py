@@ -620,8 +620,7 @@ def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
     defs, used = _collect(tree)
     installed = summary.forward_sets(source.decode("utf-8", "replace")) if b".forward" in source else set()
     compiled = _compiled_defs(defs, used, set(keep) | _class_holders(source, defs) | installed)
-    g = gate.FileGate(tree, _buffer_names(ext), ext.disabled if ext is not None else frozenset(),
-                      any(r in source for r in (b"LSTM", b"GRU", b"RNN")))
+    g = gate.FileGate(tree, _buffer_names(ext), ext.disabled if ext is not None else frozenset(), source)
     hot = _hot(tree, defs, compiled, g, ext.module_classes if ext is not None else frozenset(), trust and ext is None)
     cut = frozenset(d.qualname for d in defs if d.node not in compiled)
     if not hot:

@@ -134,3 +134,17 @@ def test_a_skeleton_made_before_the_index_is_made_again_when_it_assumed_wrong():
     again = skeleton.skeleton(source, tree, ext=ext)
     assert b"if self.scale > 1:" in again
     assert skeleton.stale((lean, cut, assumed), set(), external.FileFacts(disabled=frozenset({"helper"})))
+
+
+def test_a_parameter_holds_a_tensor_only_where_a_caller_may_hand_one_in():
+    """A parameter without a default is what same-file callers pass (facts._from_callers): a def that
+    no text of the file calls by name (`forward`, reached through `module(x)`) gets nothing from them."""
+    head = "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x, mask):\n"
+    body = "        return x[mask]\n"
+    for extra, hot in (("", False), ("\n    def run(self, x: torch.Tensor):\n        return self.forward(x, x > 0)\n", True)):
+        source = head + body + extra
+        tree = ast.parse(source)
+        forward = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "forward")
+        nodes = [n for stmt in forward.body for n in ast.walk(stmt)]
+        assert gate.FileGate(tree, source=source.encode()).may_report(forward, nodes) is hot
+        assert [f.code for f in engine.check(source.encode(), S).findings] == (["GM905"] if hot else [])
