@@ -17,6 +17,7 @@ runner makes the skeleton again where the index says otherwise (skeleton.stale).
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 
 from .analysis import tables as T
@@ -290,6 +291,7 @@ class FileGate:
         self.source = source
         self.rnn = source is None or any(r in source for r in (b"LSTM", b"GRU", b"RNN"))
         self._called: dict[str, bool] = {}
+        self.import_lines: list[int] = []  # the first line of every import statement (sorted after the walk)
         self.imports: dict[str, set[str]] = {}
         self.def_names: set[str] = set()
         self.layers: set[str] = set()  # `self.x = <a FLOAT_MODULES layer>(...)` anywhere (FunctionFacts._self_layer)
@@ -313,6 +315,7 @@ class FileGate:
             t = n.__class__
             if t is ast.Import or t is ast.ImportFrom:
                 self._import(n)
+                self.import_lines.append(n.lineno)
                 continue
             if t in _DEFS:
                 self.def_names.add(n.name)
@@ -340,6 +343,7 @@ class FileGate:
                             todo.extend(c.body)
                         else:
                             todo.append(c)
+        self.import_lines.sort()
         self.numpy = {k for k, v in self.imports.items() if any(t == "numpy" or t.startswith("numpy.") for t in v)}
         self.numpy_attrs: set[str] = set()
         self.numpy_defs: set[str] = set()
@@ -424,6 +428,11 @@ class FileGate:
                 if name not in self.numpy_defs and names & self.numpy_defs:
                     self.numpy_defs.add(name)
                     changed = True
+
+    def imports_in(self, node: ast.AST) -> bool:
+        """An import statement lies in `node`'s lines (statements: one starting there is inside it)."""
+        i = bisect.bisect_left(self.import_lines, node.lineno)  # type: ignore[attr-defined]
+        return i < len(self.import_lines) and self.import_lines[i] <= node.end_lineno  # type: ignore[attr-defined]
 
     def called(self, name: str) -> bool:
         """The file's text calls `name(...)` or `self.name(...)` (not in `def name(`)."""

@@ -259,10 +259,6 @@ def _read_anyway(node: ast.AST, nodes: list | None = None) -> bool:
                for n in (nodes if nodes is not None else _nodes(node)))
 
 
-def _imports_in(node: ast.AST) -> bool:
-    return any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in _nodes(node))
-
-
 def _idle(defs: list[_Def], hot: set[ast.AST], classes: list[ast.ClassDef]) -> set[ast.AST]:
     """The methods of the classes no kept def reads the attributes of: no method of theirs is kept, nor
     one of a class of the file that derives from them (analysis/facts.py reads a class's stores, and its
@@ -310,7 +306,8 @@ def _builds(cls: ast.ClassDef, names: set[str]) -> bool:
 
 class _Editor:
     def __init__(self, source: bytes, numpy: frozenset[str] = frozenset(), known: dict | None = None,
-                 idle: set | None = None) -> None:
+                 idle: set | None = None, imports_in=None) -> None:
+        self.imports_in = imports_in  # gate.FileGate.imports_in
         self.known = known or {}  # def -> its nodes, where already listed (a compiled def the gate cut)
         self.idle = idle or set()  # methods of idle classes (`_idle`): only their imports are read
         self.lines = source.split(b"\n")  # no CR (see _whole_file): offsets are UTF-8 bytes, like ast's
@@ -401,7 +398,7 @@ def _reduce(stmt: ast.AST, ed: _Editor) -> bool:
         return False
     text = b"\n".join(ed.lines[stmt.lineno - 1:stmt.end_lineno]) if ed.numpy else b""  # type: ignore[attr-defined]
     if stmt in ed.idle:
-        spans = [ed.whole_lines(s) if not _imports_in(s) else None for s in body]
+        spans = [ed.whole_lines(s) if not ed.imports_in(s) else None for s in body]
     else:
         names = _numpy_names(stmt, ed.numpy) if any(a.encode() in text for a in ed.numpy) else set()
         spans = [ed.whole_lines(s) if not (_read_anyway(s) or names and _binds(s, names)) else None for s in body]
@@ -426,7 +423,7 @@ def _edit(block: list, ed: _Editor, compiled: set, top: bool, doc_block: bool = 
         is_def = isinstance(stmt, _DEFS)
         docstring = doc_block and stmt is block[0] and _is_doc(stmt)
         if top and is_def and stmt not in compiled and not (
-                _imports_in(stmt) if stmt in ed.idle else _read_anyway(stmt, ed.known.get(stmt))) or docstring:
+                ed.imports_in(stmt) if stmt in ed.idle else _read_anyway(stmt, ed.known.get(stmt))) or docstring:
             span = ed.whole_lines(stmt)
             if span is not None:
                 dropped.append((span, ed.indent(span[0])))
@@ -627,6 +624,6 @@ def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
         return NOTHING, cut, frozenset(g.assumed)
     known = {d.node: d.nodes for d in defs if d.node in compiled and d.node not in hot}
     ed = _Editor(source, _numpy_aliases(tree) if b"numpy" in source else frozenset(), known,
-                 _idle(defs, hot, g.classes))
+                 _idle(defs, hot, g.classes), g.imports_in)
     _edit(tree.body, ed, hot, True)
     return b"\n".join(ed.lines), cut, frozenset(g.assumed)
