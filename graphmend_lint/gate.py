@@ -52,6 +52,7 @@ _CONTEXTS = {"torch.backends.cudnn.flags", "torch.backends.mkldnn.flags",  # GM9
              "torch.autograd.graph.save_on_cpu", "torch.utils.checkpoint.set_checkpoint_early_stop"}
 _RNNS = {"LSTM", "GRU", "RNN"}  # GM919
 _NEW_OBJECTS = {q.rsplit(".", 1)[-1] for q in T.NEW_OBJECT_FUNCS}  # `self.x = torch.zeros(n)`: a tensor
+_LOGGER_FACTORIES = {*T.LOGGER_FACTORIES, "Logger"}
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _NO = (False, False)  # (may depend on tensor data, surely static)
 _STATIC = (False, True)
@@ -307,6 +308,8 @@ class FileGate:
         self.classes: list[ast.ClassDef] = []
         self.casts: set[str] = set()  # `self.x = <Ctor>(...)`, an upper-case name but no parameter or buffer (GM914)
         self._defs: list[ast.AST] = []
+        self._decorated: list[ast.AST] = []
+        stores: list[ast.AST] = []
         self._inits: list[ast.AST] = []
         self._stores: list[ast.AST] = []  # assignments with a call somewhere in their value
         todo = list(tree.body)
@@ -320,15 +323,14 @@ class FileGate:
             if t in _DEFS:
                 self.def_names.add(n.name)
                 self._defs.append(n)
-                if any((dotted(d.func if d.__class__ is ast.Call else d) or "").endswith("disable")
-                       for d in n.decorator_list):
-                    self.disabled.add(n.name)
+                if n.decorator_list:
+                    self._decorated.append(n)
                 if n.name in T.INIT_METHODS:
                     self._inits.append(n)
             elif t is ast.ClassDef:
                 self.classes.append(n)
             elif t is ast.Assign or t is ast.AnnAssign or t is ast.AugAssign:
-                self._store(n)
+                stores.append(n)
             elif t is ast.For or t is ast.AsyncFor or t is ast.With or t is ast.AsyncWith or t is ast.Delete:
                 for tg in (n.targets if t is ast.Delete else [n.target] if t in (ast.For, ast.AsyncFor)
                            else [i.optional_vars for i in n.items if i.optional_vars is not None]):
@@ -344,6 +346,10 @@ class FileGate:
                         else:
                             todo.append(c)
         self.import_lines.sort()
+        for n in stores:  # read with every import known: `from torch.nn import Linear as L` makes `L(...)` a layer
+            self._store(n)
+        self.disabled.update(d.name for d in self._decorated if any(
+            "disable" in self._lasts(x.func if x.__class__ is ast.Call else x) for x in d.decorator_list))
         self.numpy = {k for k, v in self.imports.items() if any(t == "numpy" or t.startswith("numpy.") for t in v)}
         self.numpy_attrs: set[str] = set()
         self.numpy_defs: set[str] = set()
@@ -382,22 +388,26 @@ class FileGate:
         if v is None or n.__class__ is ast.AugAssign:
             return
         if v.__class__ is ast.Call:
-            last = (dotted(v.func) or "").rsplit(".", 1)[-1]
+            lasts = self._lasts(v.func)
             attrs = [tg.attr for tg in targets if tg.__class__ is ast.Attribute and tg.value.__class__ is ast.Name
                      and tg.value.id == "self"]
-            if last in T.FLOAT_MODULES:
+            if lasts & T.FLOAT_MODULES:
                 self.layers.update(attrs)
-            if last == "Parameter" or last in _NEW_OBJECTS:
+            if "Parameter" in lasts or lasts & _NEW_OBJECTS:
                 self.tensors.update(attrs)
-            if last[:1].isupper() and last not in _NOT_LAYERS:
+            if any(x[:1].isupper() and x not in _NOT_LAYERS for x in lasts):
                 self.casts.update(tg.attr for tg in targets if tg.__class__ is ast.Attribute)
-            if last == "disable":
+            if "disable" in lasts:
                 self.disabled.update(names)
-            if last in T.LOGGER_FACTORIES or last == "Logger":
+            if lasts & _LOGGER_FACTORIES:
                 self.loggers.update(names)
-        if self.rnn and any(c.__class__ is ast.Call and (dotted(c.func) or "").rsplit(".", 1)[-1] in _RNNS
-                            for c in _nodes_of(v)):
+        if self.rnn and any(c.__class__ is ast.Call and self._lasts(c.func) & _RNNS for c in _nodes_of(v)):
             self.rnn_attrs.update(names)
+
+    def _lasts(self, func: ast.AST) -> set[str]:
+        """The last name of `func` as written, and as each import may resolve it (`L` for `Linear as L`)."""
+        name = dotted(func) or ""
+        return {name.rsplit(".", 1)[-1], *(q.rsplit(".", 1)[-1] for q in self.qualify(func))}
 
     def _registered(self, call: ast.Call) -> None:
         """`self.register_buffer("x", ...)` / `register_parameter`: a tensor attribute (tensors._registered)."""
@@ -473,7 +483,8 @@ class FileGate:
                     return True
                 sites.append(n)
             elif t in _TESTS:
-                if t is ast.If and _grad_check(n.test):
+                if t is ast.If and any(c.__class__ is ast.Call and "is_grad_enabled" in self._lasts(c.func)
+                                       for c in _nodes_of(n.test)):
                     return True  # GM101's own fallback, seen again (fixes/where/module_cond.py)
                 sites.append(n)
             elif t in _YIELDS:
@@ -513,7 +524,7 @@ class FileGate:
             if f.id == "print" or f.id in self.disabled or f.id in _DYNAMIC:
                 return True
         elif f.__class__ is ast.Call:
-            return (dotted(f.func) or "").endswith("disable")  # `disable(f)(x)` (GM907)
+            return "disable" in self._lasts(f.func)  # `disable(f)(x)` (GM907)
         if any(k.arg == "requires_grad" for k in call.keywords):
             return True  # GM916
         q = self.qualify(f)
@@ -592,10 +603,6 @@ def called(nodes: list) -> set[str]:
             elif f.__class__ is ast.Attribute and f.value.__class__ is ast.Name and f.value.id == "self":
                 out.add(f.attr)
     return out
-
-
-def _grad_check(test: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and (dotted(n.func) or "").endswith("is_grad_enabled") for n in ast.walk(test))
 
 
 def _conversion(n: ast.AST) -> bool:

@@ -148,3 +148,21 @@ def test_a_parameter_holds_a_tensor_only_where_a_caller_may_hand_one_in():
         nodes = [n for stmt in forward.body for n in ast.walk(stmt)]
         assert gate.FileGate(tree, source=source.encode()).may_report(forward, nodes) is hot
         assert [f.code for f in engine.check(source.encode(), S).findings] == (["GM905"] if hot else [])
+
+
+CLASS = "\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        {init}\n{more}\n" \
+        "    def forward(self, x, mask=None):\n"
+
+
+@pytest.mark.parametrize("imports, init, more, body", [
+    ("from torch.nn import Linear as L", "self.proj = L(4, 4)", "", "if self.proj(x) > 0:\n    x = x * 2\nreturn x"),
+    ("from torch.nn import LSTM as R", "self.rnn = R(4, 4)", "", "return self.rnn(x)"),  # GM919
+    ("from torch.compiler import disable as eager_only", "pass",
+     "    @eager_only\n    def helper(self, x):\n        return x\n", "return self.helper(x)"),  # GM907
+    ("from torch import is_grad_enabled as grad_on", "self.proj = nn.Linear(4, 4)", "",
+     "if torch.compiler.is_compiling() and not grad_on():\n    return x\nelif mask:\n    x = self.proj(x)\nreturn x"),
+])
+def test_names_imported_under_another_name(imports, init, more, body):
+    """A rule resolves `L(...)` to torch.nn.Linear through the imports; so does the gate."""
+    head = "import torch\nfrom torch import nn\n" + imports + "\n" + CLASS.format(init=init, more=more)
+    assert _hot(body, head)
