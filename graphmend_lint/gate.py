@@ -63,7 +63,7 @@ TENSOR_TYPES = {"torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.
 class _Facts:
     """`may` over one top-most def: its bindings, loops and parameters, and those of its nested defs."""
 
-    def __init__(self, func: ast.AST, gate: "FileGate", nodes: list) -> None:
+    def __init__(self, func: ast.AST, gate: FileGate, nodes: list) -> None:
         self.g = gate
         self.assigned: dict[str, list[ast.AST]] = {}  # name -> values (an unknown binding adds nothing)
         self.params: dict[str, list[tuple[ast.arg, ast.AST | None, bool]]] = {}  # (arg, default, of `func`)
@@ -544,7 +544,7 @@ class FileGate:
         name = recv.id if recv.__class__ is ast.Name else recv.attr if recv.__class__ is ast.Attribute else ""
         return "log" in name.lower() or name in self.loggers
 
-    def _value_site(self, n: ast.AST, facts: "_Facts") -> bool:
+    def _value_site(self, n: ast.AST, facts: _Facts) -> bool:
         """A site whose report needs a tensor (or data) value there (GM101-104, GM301-304, GM904-906)."""
         t = n.__class__
         if t is ast.Call:
