@@ -27,9 +27,7 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert)
 _YIELDS = (ast.Yield, ast.YieldFrom)
 # Calls named by a rule, copied from the rules (tests/test_speed_gate.py checks the copies):
-LOGGER_METHODS = frozenset(("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log",
-                            "warning_advice") + tuple(f"{lv}_once" for lv in ("debug", "info", "warning", "warn", "error",
-                                                                              "exception", "critical", "fatal")))
+LOGGER_METHODS = T.LOGGER_METHODS
 # any receiver: GM202's loggers, GM901-903's `.item()`/`.tolist()`/`.numpy()`, GM909, GM905, GM916, the
 # names GM301-303 read as tensor checks, GM203's `warnings.warn` under another name
 _METHODS = {*T.DATA_METHODS, "data_ptr", "requires_grad_", "warn", "warn_explicit", "nonzero", "argwhere",
@@ -53,11 +51,10 @@ _CONTEXTS = {"torch.backends.cudnn.flags", "torch.backends.mkldnn.flags",  # GM9
 _RNNS = {"LSTM", "GRU", "RNN"}  # GM919
 _NEW_OBJECTS = {q.rsplit(".", 1)[-1] for q in T.NEW_OBJECT_FUNCS}  # `self.x = torch.zeros(n)`: a tensor
 _LOGGER_FACTORIES = {*T.LOGGER_FACTORIES, "Logger"}
-_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")  # a statement's blocks
 _NO = (False, False)  # (may depend on tensor data, surely static)
 _STATIC = (False, True)
 _DATA = (True, False)
-TENSOR_TYPES = {"torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"}
 
 
 class _Facts:
@@ -196,7 +193,7 @@ class _Facts:
         if ann is not None:
             inner = _optional_inner(ann)
             q = self.g.qualify(inner)
-            if q & TENSOR_TYPES:
+            if q & T.TENSOR_TYPES.keys():
                 return not _number_or_bool(default)
             if isinstance(inner, ast.Name) and inner.id in ("int", "float", "bool", "str") and inner is ann:
                 return False
@@ -297,7 +294,6 @@ class FileGate:
         self.def_names: set[str] = set()
         self.layers: set[str] = set()  # `self.x = <a FLOAT_MODULES layer>(...)` anywhere (FunctionFacts._self_layer)
         self.tensors: set[str] = set()  # `self.x = nn.Parameter(...)`/`torch.zeros(...)`, a registered buffer
-        self.stored: set[str] = set()  # every `self.x` the file stores
         self.assumed: set[tuple[str, str]] = set()  # ("buffer", attr): read as no tensor (see the module's doc)
         self.relative: set[str] = set()  # names bound by relative imports (`from ..layers import Block`)
         self.buffers = buffers
@@ -311,7 +307,6 @@ class FileGate:
         self._decorated: list[ast.AST] = []
         stores: list[ast.AST] = []
         self._inits: list[ast.AST] = []
-        self._stores: list[ast.AST] = []  # assignments with a call somewhere in their value
         todo = list(tree.body)
         while todo:
             n = todo.pop()
@@ -329,15 +324,11 @@ class FileGate:
                     self._inits.append(n)
             elif t is ast.ClassDef:
                 self.classes.append(n)
-            elif t is ast.Assign or t is ast.AnnAssign or t is ast.AugAssign:
+            elif t is ast.Assign or t is ast.AnnAssign:
                 stores.append(n)
-            elif t is ast.For or t is ast.AsyncFor or t is ast.With or t is ast.AsyncWith or t is ast.Delete:
-                for tg in (n.targets if t is ast.Delete else [n.target] if t in (ast.For, ast.AsyncFor)
-                           else [i.optional_vars for i in n.items if i.optional_vars is not None]):
-                    self._targets(tg)
             elif t is ast.Expr and n.value.__class__ is ast.Call:
                 self._registered(n.value)
-            for f in _BLOCKS:
+            for f in BLOCK_FIELDS:
                 block = getattr(n, f, None)
                 if block:
                     for c in block:
@@ -368,14 +359,12 @@ class FileGate:
                 if a.name != "*":
                     out.setdefault(a.asname or a.name, set()).add(f"{n.module}.{a.name}")
 
-    def _targets(self, tg: ast.AST) -> list[str]:
-        """The `self.x` names a target stores (`self.stored`); the plain names it binds."""
+    @staticmethod
+    def _targets(tg: ast.AST) -> list[str]:
+        """The names and attribute names a target binds."""
         names = []
-        for x in ([tg] if tg.__class__ not in (ast.Tuple, ast.List, ast.Starred) else _nodes_of(tg)):
-            if x.__class__ is ast.Attribute and x.value.__class__ is ast.Name and x.value.id in ("self", "cls"):
-                self.stored.add(x.attr)
-                names.append(x.attr)
-            elif x.__class__ is ast.Name:
+        for x in ([tg] if tg.__class__ not in (ast.Tuple, ast.List, ast.Starred) else all_nodes(tg)):
+            if x.__class__ is ast.Name:
                 names.append(x.id)
             elif x.__class__ is ast.Attribute:
                 names.append(x.attr)
@@ -385,7 +374,7 @@ class FileGate:
         targets = n.targets if n.__class__ is ast.Assign else [n.target]
         names = [x for tg in targets for x in self._targets(tg)]
         v = n.value
-        if v is None or n.__class__ is ast.AugAssign:
+        if v is None:
             return
         if v.__class__ is ast.Call:
             lasts = self._lasts(v.func)
@@ -401,7 +390,7 @@ class FileGate:
                 self.disabled.update(names)
             if lasts & _LOGGER_FACTORIES:
                 self.loggers.update(names)
-        if self.rnn and any(c.__class__ is ast.Call and self._lasts(c.func) & _RNNS for c in _nodes_of(v)):
+        if self.rnn and any(c.__class__ is ast.Call and self._lasts(c.func) & _RNNS for c in all_nodes(v)):
             self.rnn_attrs.update(names)
 
     def _lasts(self, func: ast.AST) -> set[str]:
@@ -421,12 +410,12 @@ class FileGate:
         that name NumPy, one of those attributes, or (to a fixpoint) call such a def."""
         self._numpy_done = True
         for init in self._inits:
-            if _mentions(_body_nodes(init), self.numpy, set(), set()):
-                self.numpy_attrs.update(x.attr for x in _body_nodes(init) if x.__class__ is ast.Attribute
+            if _mentions(body_nodes(init), self.numpy, set(), set()):
+                self.numpy_attrs.update(x.attr for x in body_nodes(init) if x.__class__ is ast.Attribute
                                         and not isinstance(x.ctx, ast.Load))
         calls: dict[str, set[str]] = {}
         for d in self._defs:
-            nodes = _body_nodes(d)
+            nodes = body_nodes(d)
             if _mentions(nodes, self.numpy, self.numpy_attrs, set()):
                 self.numpy_defs.add(d.name)
             else:
@@ -484,7 +473,7 @@ class FileGate:
                 sites.append(n)
             elif t in _TESTS:
                 if t is ast.If and any(c.__class__ is ast.Call and "is_grad_enabled" in self._lasts(c.func)
-                                       for c in _nodes_of(n.test)):
+                                       for c in all_nodes(n.test)):
                     return True  # GM101's own fallback, seen again (fixes/where/module_cond.py)
                 sites.append(n)
             elif t in _YIELDS:
@@ -573,23 +562,27 @@ class FileGate:
         return _mentions(nodes, self.numpy, self.numpy_attrs, self.numpy_defs)
 
 
-def _nodes_of(node: ast.AST) -> list:
-    """`node` and every node below it (ast.walk's nodes, in another order)."""
+def all_nodes(node: ast.AST) -> list[ast.AST]:
+    """`node` and every node below it: ast.walk's nodes, in another order, without its queue of generators."""
     out, stack, node_type = [], [node], ast.AST
+    pop, push, add = stack.pop, stack.append, out.append
     while stack:
-        n = stack.pop()
-        out.append(n)
+        n = pop()
+        add(n)
         for f in n._fields:
             v = getattr(n, f, None)
             if v.__class__ is list:
-                stack.extend(c for c in v if isinstance(c, node_type))
+                for c in v:
+                    if isinstance(c, node_type):
+                        push(c)
             elif isinstance(v, node_type):
-                stack.append(v)
+                push(v)
     return out
 
 
-def _body_nodes(func: ast.AST) -> list:
-    return [n for stmt in func.body for n in _nodes_of(stmt)]  # type: ignore[attr-defined]
+def body_nodes(func: ast.AST) -> list:
+    """The nodes of a def's body (not of its decorators, defaults, annotations: they run where the def does)."""
+    return [n for stmt in func.body for n in all_nodes(stmt)]  # type: ignore[attr-defined]
 
 
 def called(nodes: list) -> set[str]:

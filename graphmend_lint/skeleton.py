@@ -33,7 +33,8 @@ HELPER = "_graphmend_print"  # fixes/defer.HELPER: gm201 looks it up among the m
 # Kept whole by name: `forward`, an autograd.Function's `backward` (traced with its forward), the helper.
 ALWAYS = ("forward", "backward", HELPER)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+_BLOCK_FIELDS = gate.BLOCK_FIELDS
+_nodes = gate.all_nodes
 
 
 def _whole_file(source: bytes, tree: ast.Module) -> bool:
@@ -45,24 +46,6 @@ def _whole_file(source: bytes, tree: ast.Module) -> bool:
         return tokenize.detect_encoding(io.BytesIO(source).readline)[0] != "utf-8"  # BOM: "utf-8-sig"
     except SyntaxError:
         return True
-
-
-def _nodes(node: ast.AST) -> list[ast.AST]:
-    """`node` and every node below it, as ast.walk, in another order (without its queue of generators)."""
-    out, stack, node_type = [], [node], ast.AST
-    pop, push, add = stack.pop, stack.append, out.append
-    while stack:
-        n = pop()
-        add(n)
-        for f in n._fields:
-            v = getattr(n, f, None)
-            if v.__class__ is list:
-                for c in v:
-                    if isinstance(c, node_type):
-                        push(c)
-            elif isinstance(v, node_type):
-                push(v)
-    return out
 
 
 def _used(node: ast.AST, out: set[str]) -> None:
@@ -106,8 +89,14 @@ class _Def:
     @property
     def body(self) -> list:
         if self._body is None:
-            self._body = [n for stmt in self.node.body for n in _nodes(stmt)]  # type: ignore[attr-defined]
+            self._body = gate.body_nodes(self.node)
         return self._body
+
+    def _head(self) -> list:
+        """The nodes of its decorators, arguments and return annotation."""
+        n = self.node
+        return [x for part in (*n.decorator_list, n.args, n.returns) if part is not None  # type: ignore[attr-defined]
+                for x in _nodes(part)]
 
     @property
     def body_used(self) -> set[str]:
@@ -120,9 +109,7 @@ class _Def:
     @property
     def nodes(self) -> list:
         """Every node of the def below it: its body's, then its decorators', arguments', return annotation's."""
-        n = self.node
-        return self.body + [x for part in (*n.decorator_list, n.args, n.returns) if part is not None  # type: ignore[attr-defined]
-                            for x in _nodes(part)]
+        return self.body + self._head()
 
     @property
     def calls(self) -> set[str]:
@@ -134,11 +121,8 @@ class _Def:
     @property
     def used(self) -> set[str]:
         if self._used is None:
-            n = self.node
-            head = [x for part in (*n.decorator_list, n.args, n.returns) if part is not None  # type: ignore[attr-defined]
-                    for x in _nodes(part)]
             self._used = set(self.body_used)
-            _names_in(head, self._used)
+            _names_in(self._head(), self._used)
         return self._used
 
 

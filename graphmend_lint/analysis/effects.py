@@ -8,12 +8,7 @@ import libcst as cst
 
 from .. import fastwalk
 from .bindings import Bindings, dotted
-from .tables import LOGGER_FACTORIES
-
-LEVELS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal")
-# Logger methods, plus the `*_once` wrappers (transformers' warning_once/info_once) and
-# transformers' warning_advice.
-LOGGER_METHODS = frozenset(LEVELS + ("log", "warning_advice") + tuple(f"{lv}_once" for lv in LEVELS))
+from .tables import LEVELS, LOGGER_FACTORIES, LOGGER_METHODS  # noqa: F401  (effects.LOGGER_METHODS: rules read it here)
 LOGGING_FUNCS = frozenset(f"logging.{name}" for name in LEVELS + ("log",))
 WARN_FUNCS = frozenset({"warnings.warn", "warnings.warn_explicit"})
 # Method calls that change the object they are called on: compiled code would skip them.

@@ -207,6 +207,14 @@ DTYPE_CLASSES = {"bool": "bool", **{t: "int" for t in ("uint8", "int8", "int16",
 FOREIGN_MODULES = {"pandas", "scipy", "sklearn", "PIL", "cv2", "polars", "pyarrow", "librosa", "soundfile",
                    "matplotlib", "networkx", "shapely"}
 
+# Annotations that name a tensor, and the dtype each says (tensors._param; gate.py on `ast`).
+TENSOR_TYPES = {"torch.Tensor": None, "torch.FloatTensor": "float", "torch.LongTensor": "int", "torch.BoolTensor": "bool"}
+
+# Logging levels; a logger's methods, plus the `*_once` wrappers (transformers' warning_once/info_once) and
+# transformers' warning_advice (effects.LoggerFinder, GM202; gate.py).
+LEVELS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal")
+LOGGER_METHODS = frozenset(LEVELS + ("log", "warning_advice") + tuple(f"{lv}_once" for lv in LEVELS))
+
 # Calls that make a logger (`logging.getLogger`, transformers' `get_logger`, vLLM/SGLang's `init_logger`).
 LOGGER_FACTORIES = ("getLogger", "get_logger", "init_logger")
 

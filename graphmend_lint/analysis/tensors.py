@@ -632,8 +632,7 @@ class FunctionFacts:
         return False
 
 
-# Annotations that name a tensor, and the dtype each says.
-TENSOR_TYPES = {"torch.Tensor": None, "torch.FloatTensor": "float", "torch.LongTensor": "int", "torch.BoolTensor": "bool"}
+TENSOR_TYPES = T.TENSOR_TYPES  # annotations that name a tensor, and the dtype each says
 
 
 class _Exit(cst.CSTVisitor):
