@@ -3,21 +3,27 @@
 Key: sha256 of (the source bytes, every source file of graphmend_lint, the libcst/fixit/Python
 versions, the settings, and the file's facts from the project index: a file whose base class or
 caller changed in another file gets a new key). The index keeps its own entries here too
-(`idx/`: one summary per file content, `proj/`: the facts of a project's files, keyed by the
-content of the whole project, see parallel.py). One JSON file per entry, written to a temporary name and renamed, so
-concurrent runs (pre-commit in parallel) never see half an entry. Only clean results are
-stored (no read or parse error), and only for files left unchanged by the run.
+(`idx`: one summary per file content, `proj`: the facts of a project's files, keyed by the
+content of the whole project, see parallel.py). Every entry lives in one SQLite file
+(`cache.db`, write-ahead log), opened once per process: a cold run of a large tree stores
+thousands of entries, and a file each cost more than the parse of a small file (creating a file
+is the slow part on a busy disk). Writes wait in memory and go in one transaction (`flush`: when
+many are waiting, when a project's index is done, when a worker ends, at exit), so concurrent
+runs (pre-commit in parallel) never see half an entry. Only clean results are stored (no read
+or parse error), and only for files left unchanged by the run. A cache that cannot be opened or
+written is only slower.
 """
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import enum
 import hashlib
+import importlib.util
 import json
 import os
 import sys
-import tempfile
-import importlib.util
+import threading
 from pathlib import Path
 
 from . import settings as settings_mod
@@ -94,14 +100,112 @@ def _decode(d: dict, finding_cls, safety_cls):
     return finding_cls(**d)
 
 
+class _Store:
+    """The entries of one cache folder (`cache.db`) as seen by this process: a connection and the
+    writes not yet made. Shared by every Cache of the folder in the process (a worker unpickles
+    one Cache per task); its threads take turns."""
+
+    FLUSH_AT = 512  # entries waiting: a cold run's worker writes a few transactions, not thousands
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.path = folder, folder / "cache.db"
+        self.lock = threading.Lock()
+        self.pending: dict[str, str] = {}
+        self.db = None
+        self.broken = False
+
+    def _open(self):
+        if self.db is None and not self.broken:
+            try:
+                self.db = self._connect()
+            except Exception:  # sqlite3 missing, a read-only or unusable folder: no cache
+                self.broken = True
+        return self.db
+
+    def _connect(self):
+        import sqlite3
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        ignore = self.folder.parent / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# created by graphmend-lint\n*\n")
+        for attempt in (0, 1):
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
+                db.execute("PRAGMA synchronous=NORMAL")  # a cache: no fsync per transaction
+                db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
+                return db
+            except sqlite3.DatabaseError as e:
+                db.close()
+                if attempt or isinstance(e, sqlite3.OperationalError):  # locked, read-only: not ours to remove
+                    raise
+                for suffix in ("", "-wal", "-shm"):  # not a database (a crash, another program): start again
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        raise AssertionError("unreachable")
+
+    def get(self, key: str) -> str | None:
+        with self.lock:
+            if key in self.pending:
+                return self.pending[key]
+            db = self._open()
+            if db is None:
+                return None
+            try:
+                row = db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
+            except Exception:
+                return None
+        return None if row is None else row[0]
+
+    def put(self, key: str, value: str) -> None:
+        with self.lock:
+            self.pending[key] = value
+            full = len(self.pending) >= self.FLUSH_AT
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        with self.lock:
+            rows, self.pending = list(self.pending.items()), {}
+            if not rows or self._open() is None:
+                return
+            if not self.path.exists():  # the folder was cleared meanwhile: a new file
+                self.db.close()
+                self.db = None
+                if self._open() is None:
+                    return
+            try:
+                with self.db:  # one transaction
+                    self.db.execute("BEGIN IMMEDIATE")
+                    self.db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?)", rows)
+            except Exception:  # another run held it too long, a full disk: these entries are lost
+                pass
+
+
+_stores: dict[tuple[int, Path], _Store] = {}  # (process, folder): a forked worker opens its own
+
+
+def _store(folder: Path) -> _Store:
+    key = (os.getpid(), folder)
+    got = _stores.get(key)
+    if got is None:
+        if not any(pid == os.getpid() for pid, _ in _stores):
+            atexit.register(flush_all)  # a worker ends with os._exit: workers.py flushes it
+        got = _stores[key] = _Store(folder)
+    return got
+
+
+def flush_all() -> None:
+    """Write what this process's caches hold in memory."""
+    for (pid, _), store in list(_stores.items()):
+        if pid == os.getpid():
+            store.flush()
+
+
 class Cache:
     def __init__(self, directory: Path, s: settings_mod.Settings) -> None:
-        self.dir = directory / "v1"
-        self._made: set[Path] = set()  # folders this process made or found
+        self.dir = directory / "v2"
         self.prefix = hashlib.sha256(_tool_fingerprint() + _settings_fingerprint(s)).digest()
-
-    def __getstate__(self) -> dict:  # sent to a worker with each task: not the folders seen here
-        return {**self.__dict__, "_made": set()}
 
     @classmethod
     def for_settings(cls, s: settings_mod.Settings) -> "Cache":
@@ -122,31 +226,30 @@ class Cache:
         return hashlib.sha256(self.prefix + digest.encode() + b"\0" + extra).hexdigest()
 
     def get_json(self, kind: str, key: str):
-        """A stored JSON value of another kind ("idx": file summaries, "proj": a project's index facts)."""
+        """A stored JSON value of a kind ("idx": file summaries, "proj": a project's index facts...)."""
+        text = _store(self.dir).get(f"{kind}/{key}")
         try:
-            return json.loads((self.dir / kind / key[:2] / f"{key[2:]}.idx").read_bytes())
-        except (OSError, ValueError):
+            return None if text is None else json.loads(text)
+        except ValueError:
             return None
 
     def put_json(self, kind: str, key: str, value) -> None:
-        self._write(self.dir / kind / key[:2] / f"{key[2:]}.idx", value)  # JSON; not a result entry
+        _store(self.dir).put(f"{kind}/{key}", json.dumps(value))
 
-    def _path(self, key: str) -> Path:
-        return self.dir / key[:2] / f"{key[2:]}.json"
+    def flush(self) -> None:
+        """Write the entries waiting in this process (before another process is to read them)."""
+        _store(self.dir).flush()
 
     def get(self, key: str) -> list | None:
         """The stored findings (portable) or None."""
+        data = self.get_json("res", key)
         try:
-            data = json.loads(self._path(key).read_bytes())
-        except (OSError, ValueError):
-            return None
-        try:
-            return [_decode(d, Finding, Safety) for d in data]
+            return None if data is None else [_decode(d, Finding, Safety) for d in data]
         except (TypeError, ValueError, KeyError):
             return None
 
     def put(self, key: str, findings: list) -> None:
-        self._write(self._path(key), [_encode(f) for f in findings])
+        self.put_json("res", key, [_encode(f) for f in findings])
 
     def get_run(self, key: str) -> list[list] | None:
         """The findings of many files stored together (`put_run`), one list a file, or None."""
@@ -158,25 +261,3 @@ class Cache:
 
     def put_run(self, key: str, findings: list[list]) -> None:
         self.put_json("run", key, [[_encode(f) for f in one] for one in findings])
-
-    def _write(self, path: Path, value) -> None:
-        try:
-            if path.parent not in self._made:  # a cold run writes thousands of entries: no stat for each
-                path.parent.mkdir(parents=True, exist_ok=True)
-                ignore = self.dir.parent / ".gitignore"
-                if not ignore.exists():
-                    ignore.write_text("# created by graphmend-lint\n*\n")
-                self._made.add(path.parent)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=path.parent)
-        except OSError:
-            self._made.discard(path.parent)  # removed since (the user cleared the cache): made again next time
-            return  # a cache that cannot be written is only slower
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(json.dumps(value))  # one write (json.dump writes each token on its own)
-            os.replace(tmp, path)
-        except OSError:
-            pass
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)

@@ -333,6 +333,8 @@ def _locked(cache: cache_mod.Cache | None, proj: root_mod.Project):
     try:
         yield
     finally:
+        if cache is not None:
+            cache.flush()  # the facts stored meanwhile, for the processes that waited
         if fh is not None:
             fh.close()
 
@@ -514,6 +516,7 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
         got = cache.get_run(run_key) if run_key is not None else None  # type: ignore[union-attr]
         if got is not None and len(got) == len(paths):
             _stamp_run(cache, stamp_key, run_key, paths, depends, began)
+            cache.flush()  # type: ignore[union-attr]
             return [runner.FileOutcome(p, findings) for p, findings in zip(paths, got)]
         rest = []
         for i, p in enumerate(paths):
@@ -550,6 +553,8 @@ def check_files(paths: list[Path], s: Settings, *, fix: bool = False, diff: bool
         if run_key is not None and all(o.error is None for o in outcomes) and all(_read(p) == data[p] for p in paths):
             cache.put_run(run_key, [o.findings for o in outcomes])  # type: ignore[union-attr]
             _stamp_run(cache, stamp_key, run_key, paths, depends, began)
+        if cache is not None:
+            cache.flush()
         return outcomes  # type: ignore[return-value]
 
 

@@ -75,6 +75,11 @@ def _serve(conn) -> None:
             msg = conn.recv()
         except (EOFError, OSError):
             return
+        if msg[0] == "close":  # what its tasks stored waits in memory (cache.py): written now
+            from . import cache
+
+            cache.flush_all()
+            return
         if msg[0] == "warm":
             from . import runner
 
@@ -225,7 +230,17 @@ class Workers:
         return []
 
     def close(self) -> None:
-        for p, conn in self.procs:
+        """End the workers: each writes what it cached and exits (a busy one, after an error here, is
+        stopped)."""
+        for k, (p, conn) in enumerate(self.procs):
+            try:
+                if not self.busy[k]:
+                    conn.send(("close",))
+            except OSError:
+                pass
+        for k, (p, conn) in enumerate(self.procs):
+            if not self.busy[k]:
+                p.join(timeout=30)
             try:
                 conn.close()
             except OSError:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -40,6 +41,17 @@ def run(args: list[str], cwd: Path, capsys, monkeypatch) -> list[dict]:
     return json.loads(capsys.readouterr().out)
 
 
+def stored(folder: Path, kind: str) -> int:
+    """Entries of `kind` written to the cache in `folder` (read by another connection)."""
+    if not (folder / "v2" / "cache.db").exists():
+        return 0
+    db = sqlite3.connect(folder / "v2" / "cache.db")
+    try:
+        return db.execute("SELECT count(*) FROM entries WHERE key LIKE ?", (kind + "/%",)).fetchone()[0]
+    finally:
+        db.close()
+
+
 @pytest.fixture()
 def fixtures(tmp_path):
     work = tmp_path / "fx"
@@ -55,8 +67,7 @@ def test_workers_cache_and_prefilter_change_nothing(fixtures, capsys, monkeypatc
     serial = run([*JSON, "--no-cache", "--no-prefilter", "-j", "1"], fixtures, capsys, monkeypatch)
     assert not (fixtures / ".graphmend_cache").exists()
     cold = run([*JSON, "-j", "2"], fixtures, capsys, monkeypatch)
-    entries = list((fixtures / ".graphmend_cache").rglob("*.json"))
-    assert len(entries) == len(ORIGINALS)  # every clean file stored
+    assert stored(fixtures / ".graphmend_cache", "res") == len(ORIGINALS)  # every clean file stored
     warm = run([*JSON, "-j", "2"], fixtures, capsys, monkeypatch)
     assert serial == cold == warm
     assert {d["code"][:3] for d in serial} >= {"GM1", "GM2", "GM3", "GM9"}
@@ -91,10 +102,10 @@ def test_cache_follows_the_content(tmp_path, capsys, monkeypatch):
     assert run(JSON, tmp_path, capsys, monkeypatch) == []
     m.write_text(PRINTING.replace("print(x)", "print(x)\n        print(x)"))
     assert [d["code"] for d in run(JSON, tmp_path, capsys, monkeypatch)] == ["GM201", "GM201"]
-    assert len(list((tmp_path / ".graphmend_cache").rglob("*.json"))) == 3
+    assert stored(tmp_path / ".graphmend_cache", "res") == 3
     m.write_text(PRINTING)  # back to the first content: served from the cache, same answer
     assert [d["code"] for d in run(JSON, tmp_path, capsys, monkeypatch)] == ["GM201"]
-    assert len(list((tmp_path / ".graphmend_cache").rglob("*.json"))) == 3
+    assert stored(tmp_path / ".graphmend_cache", "res") == 3
 
 
 def test_cache_follows_the_settings(tmp_path, capsys, monkeypatch):
@@ -151,36 +162,76 @@ def test_fix_is_applied_even_when_the_findings_are_cached(tmp_path, capsys, monk
 
 
 def test_concurrent_writers_leave_whole_entries(tmp_path):
+    """Threads of one process and processes of their own write the same entries: each reads whole."""
     c = cache.Cache(tmp_path, settings.Settings())
     key = c.key(PRINTING.encode())
     from graphmend_lint.rules import base
 
     finding = base.Finding("GM201", "PrintInCompiledCode", 6, 8, 6, 16, "m", base.Safety.SAFE)
-    threads = [threading.Thread(target=lambda: [c.put(key, [finding] * 50) for _ in range(20)]) for _ in range(4)]
+
+    def write():
+        for _ in range(20):
+            c.put(key, [finding] * 50)
+            c.flush()
+
+    threads = [threading.Thread(target=write) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    code = ("import sys, pickle; from graphmend_lint import cache; c = pickle.loads(sys.stdin.buffer.read())\n"
+            "for i in range(200): c.put_json('idx', 'ab' * 32, {'i': i, 'pad': 'x' * 5000}); c.flush()")
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, cwd=ROOT) for _ in range(3)]
+    import pickle
+
+    for proc in procs:
+        proc.communicate(pickle.dumps(c))
+    assert [proc.returncode for proc in procs] == [0, 0, 0]
     got = c.get(key)
     assert got is not None and len(got) == 50 and got[0].line == 6 and got[0].safety is base.Safety.SAFE
-    assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".tmp")]
+    other = cache.Cache(tmp_path, settings.Settings())
+    assert other.get_json("idx", "ab" * 32) == {"i": 199, "pad": "x" * 5000}
+    assert {p.name for p in tmp_path.rglob("*") if p.is_file()} <= {".gitignore", "cache.db", "cache.db-wal", "cache.db-shm"}
 
 
-def test_a_cache_writes_entries_whose_folder_went_away_and_travels_without_what_it_saw(tmp_path):
-    """The cache remembers the folders it made (no stat for each of a cold run's entries), is sent to
-    a worker without them, and a folder removed since (a user clearing it) costs one entry."""
-    import pickle
-    import shutil
-
+def test_writes_wait_in_memory_until_flushed_then_one_file_holds_them(tmp_path):
     c = cache.Cache(tmp_path, settings.Settings())
     c.put_json("idx", "ab" * 32, {"x": [1, 2]})
-    assert c.get_json("idx", "ab" * 32) == {"x": [1, 2]} and c._made
-    assert pickle.loads(pickle.dumps(c))._made == set()
-    shutil.rmtree(tmp_path / "v1")
-    c.put_json("idx", "ab" * 32, {"x": 3})  # the folder it made is gone: not written, no error
+    assert c.get_json("idx", "ab" * 32) == {"x": [1, 2]}  # this process sees its own writes
+    assert stored(tmp_path, "idx") == 0
+    c.flush()
+    assert stored(tmp_path, "idx") == 1
+    for i in range(cache._Store.FLUSH_AT):  # many waiting: written without being asked
+        c.put_json("res", f"{i:064x}", [])
+    assert stored(tmp_path, "res") == cache._Store.FLUSH_AT
+    assert (tmp_path / ".gitignore").read_text().endswith("*\n")
+
+
+def test_a_cleared_or_broken_cache_is_made_again(tmp_path):
+    import shutil
+
+    c = cache.Cache(tmp_path / "c", settings.Settings())
+    c.put_json("idx", "ab" * 32, 1)
+    c.flush()
+    shutil.rmtree(tmp_path / "c")  # the user clears it while a process holds it open
+    c.put_json("idx", "cd" * 32, 2)
+    c.flush()
+    assert stored(tmp_path / "c", "idx") == 1
+    bad = tmp_path / "bad"
+    (bad / "v2").mkdir(parents=True)
+    (bad / "v2" / "cache.db").write_bytes(b"not a database" * 100)
+    b = cache.Cache(bad, settings.Settings())
+    b.put_json("idx", "ab" * 32, 3)
+    b.flush()
+    assert b.get_json("idx", "ab" * 32) == 3 and stored(bad, "idx") == 1
+
+
+def test_a_cache_that_cannot_be_written_is_only_slower(tmp_path):
+    (tmp_path / "file").write_text("")
+    c = cache.Cache(tmp_path / "file", settings.Settings())  # its folder cannot be made
+    c.put_json("idx", "ab" * 32, 1)
+    c.flush()
     assert c.get_json("idx", "ab" * 32) is None
-    c.put_json("idx", "ab" * 32, 4)  # then made again
-    assert c.get_json("idx", "ab" * 32) == 4
 
 
 def test_prefilter_keeps_every_rule_example_and_fixture():
