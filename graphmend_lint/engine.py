@@ -176,66 +176,132 @@ class _Holds:
 
 
 class _Parts:
-    """A fix's edits computed on the top-level statement that holds it, alone in a module.
+    """A fix's edits computed on a part of the module that holds it, alone in a module: the
+    innermost def whose body holds the fix (a method: its class's other methods are never
+    generated, wrapped or parsed again), else the top-level statement.
 
-    A top-level statement's code does not depend on the statements around it (checked: the
-    pieces add up to the module's code), and the passes of `finish` read only the lines a fix
-    changed, which lie inside that statement (checked; the line diffs are still taken on the
-    whole text, the statement's new code spliced in). So the edits are those of `finish` on the
-    whole module, without generating the whole module's code and positions again for each fix.
-    Anything else (imports to add, CR line endings, a statement removed) takes the whole-module way."""
+    A top-level statement's code does not depend on the statements around it (checked: it is the
+    file's text at its place), and the passes of `finish` read only the lines a fix changed, which
+    lie inside that statement (checked; the line diffs are still taken on the whole text, the
+    statement's new code spliced in). So the edits are those of `finish` on the whole module,
+    without generating the whole module's code and positions again for each fix. A def below the
+    top level is put in a module under one `class _:` a block above it, each block with its own
+    indent, so its lines read as in the file (checked the same way); a fix inside its body, and
+    guards merged there, change no line around it. The module's text is its source (libcst gives
+    back what it parsed, byte for byte), generated only without one. Anything else (imports to
+    add, CR line endings, no newline at the end, a statement removed) takes the whole-module way."""
 
-    def __init__(self, ctx: FileContext, before: str, texts: list[str], start: int) -> None:
-        self.ctx, self.module, self.before, self.texts = ctx, ctx.module, before, texts
-        module = ctx.module
-        self.index = {id(stmt): i for i, stmt in enumerate(module.body)}
-        self.offsets = []
-        for text in texts:
-            self.offsets.append(start)
-            start += len(text)
+    def __init__(self, ctx: FileContext, before: str) -> None:
+        self.ctx, self.module, self.before = ctx, ctx.module, before
+        self._line_starts: list[int] | None = None
 
     @classmethod
     def of(cls, ctx: FileContext) -> "tuple[str, _Parts | None]":
-        """The module's code, and its parts when they add up to it. libcst's Module adds nothing
-        between its parts when it has a trailing newline, so their code is the module's then."""
-        module = ctx.module
-        head = "".join(module.code_for_node(n) for n in module.header)
-        texts = [module.code_for_node(stmt) for stmt in module.body]
-        joined = head + "".join(texts) + "".join(module.code_for_node(n) for n in module.footer)
-        before = joined if module.has_trailing_newline and joined else ctx.code(module)
-        if "\r" in before or "barry_as_FLUFL" in before or joined != before:  # not per statement
+        """The module's code, and its parts unless the whole-module way is needed."""
+        module, before = ctx.module, _text(ctx)
+        if "\r" in before or "barry_as_FLUFL" in before or not module.has_trailing_newline or not module.body:
             return before, None
-        return before, cls(ctx, before, texts, len(head))
+        return before, cls(ctx, before)
+
+    def _statement(self, f):
+        """(module, header, start and end of its part in the text, lines above it, depth, parents)
+        for the top-level statement that holds the fix."""
+        parents, node = self.ctx.parents, f.node
+        while node is not None and parents.get(node) is not self.module:
+            node = parents.get(node)
+        if node is None:
+            return None
+        small = self.module.with_changes(header=[], body=[node], footer=[], has_trailing_newline=True)
+        text = self.ctx.code(small)
+        placed = self._place(node, text)
+        if placed is None:
+            return None
+        a, first = placed
+        return small, "", a, a + len(text), first, 0, parents
+
+    def _def(self, f):
+        """As `_statement`, for the innermost def below the top level whose body holds the fix."""
+        parents, module = self.ctx.parents, self.module
+        below, node = None, f.node
+        while node is not None and not isinstance(node, cst.FunctionDef):
+            below, node = node, parents.get(node)
+        if node is None or below is not node.body or not isinstance(node.body, cst.IndentedBlock):
+            return None
+        blocks, up = [], parents.get(node)
+        while up is not None and up is not module:
+            if isinstance(up, cst.IndentedBlock):
+                blocks.append(up)
+            elif not isinstance(up, cst.BaseCompoundStatement | cst.BaseSuite | cst.Else | cst.Finally
+                                | cst.ExceptHandler | cst.ExceptStarHandler | cst.MatchCase):
+                return None
+            up = parents.get(up)
+        if up is None or not blocks:  # a top-level def is its own statement
+            return None
+        header, pad, newline = "", "", module.default_newline
+        for block in reversed(blocks):
+            header += f"{pad}class _:{newline}"
+            pad += module.default_indent if block.indent is None else block.indent
+        inner, above = node, {}
+        for block in blocks:
+            body = cst.IndentedBlock(body=[inner], indent=block.indent)
+            outer = cst.ClassDef(name=cst.Name("_"), body=body)
+            above[inner], above[body] = body, outer
+            inner = outer
+        small = module.with_changes(header=[], body=[inner], footer=[], has_trailing_newline=True)
+        above[inner] = small
+        text = self.ctx.code(small)
+        if not text.startswith(header):
+            return None
+        part = text[len(header):]
+        placed = self._place(node, part)
+        if placed is None:
+            return None
+        a, first = placed
+        return small, header, a, a + len(part), first, len(blocks), _Above(above, parents)
+
+    def _place(self, node: cst.CSTNode, text: str) -> tuple[int, int] | None:
+        """(offset, lines above) of `node`'s code `text` in the module's text, or None where that is
+        not its text: its first token's line, less its leading lines and decorators."""
+        lead = len(getattr(node, "leading_lines", ()))
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            lead += len(node.lines_after_decorators) + sum(
+                self.module.code_for_node(d).count("\n") for d in node.decorators)
+        first = self.ctx.positions[node].start.line - lead - 1
+        starts = self._starts()
+        if not 0 <= first < len(starts) or self.before[starts[first]:starts[first] + len(text)] != text:
+            return None
+        return starts[first], first
+
+    def _starts(self) -> list[int]:
+        if self._line_starts is None:
+            starts, at = [0], self.before.find("\n")
+            while at >= 0:
+                starts.append(at + 1)
+                at = self.before.find("\n", at + 1)
+            self._line_starts = starts
+        return self._line_starts
 
     def edits(self, f) -> list | None:
-        ctx, parents = self.ctx, self.ctx.parents
+        ctx = self.ctx
         code = ctx.code
-        node = f.node
-        while node is not None and id(node) not in self.index:
-            node = parents.get(node)
-        if node is None or parents.get(node) is not self.module:
+        part = self._def(f) or self._statement(f)
+        if part is None:
             return None
-        i = self.index[id(node)]
-        a = self.offsets[i]
-        b = a + len(self.texts[i])
-        if a and self.before[a - 1] != "\n" or not self.texts[i].endswith("\n"):
-            return None
-        first = self.before.count("\n", 0, a)  # lines above the statement
-        small = self.module.with_changes(header=[], body=[node], footer=[], has_trailing_newline=True)
-        if code(small) != self.texts[i]:
-            return None
+        small, header, a, b, first, depth, parents = part
 
         def whole(m: cst.Module) -> str | None:
             text = code(m)
-            return self.before[:a] + text + self.before[b:] if m.body and text.endswith("\n") else None
+            if not (text.endswith("\n") and text.startswith(header) and _alone(m, depth)):
+                return None
+            return self.before[:a] + text[len(header):] + self.before[b:]
 
         def lines(m: cst.Module) -> set[int] | None:
             text = whole(m)
             if text is None:
                 return None
             n = code(m).count("\n")
-            got = {k - first for k in layout.changed_lines(self.before, text)}
-            return got if all(1 <= k <= n for k in got) else None
+            got = {k - first + depth for k in layout.changed_lines(self.before, text)}  # lines of `m`
+            return got if all(depth < k <= n for k in got) else None
 
         fixed = apply_fixes(small, [f], parents)
         touched = lines(fixed)
@@ -248,6 +314,38 @@ class _Parts:
                 return None
         after = whole(layout.wrap(merged, touched, ctx.settings.line_length, code))
         return None if after is None else text_edits(self.before, after)
+
+
+class _Above:
+    """A parent map: `above` for the nodes of a def's module (`_Parts._def`), else the file's."""
+
+    def __init__(self, above: dict, parents: dict) -> None:
+        self.above, self.parents = above, parents
+
+    def get(self, node, default=None):
+        got = self.above.get(node)
+        return got if got is not None else self.parents.get(node, default)
+
+
+def _text(ctx: FileContext) -> str:
+    """The module's code: its source, when the context has it, else generated."""
+    source = ctx.source
+    if isinstance(source, bytes):
+        try:
+            return source.decode(ctx.module.encoding)
+        except (LookupError, UnicodeDecodeError):
+            return ctx.code()
+    return source if isinstance(source, str) else ctx.code()
+
+
+def _alone(m: cst.Module, depth: int) -> bool:
+    """`m` still holds one part: the def under its `depth` classes (or, at depth 0, a statement)."""
+    body = m.body
+    for _ in range(depth):
+        if len(body) != 1 or not isinstance(body[0], cst.ClassDef) or not isinstance(body[0].body, cst.IndentedBlock):
+            return False
+        body = body[0].body.body
+    return len(body) == 1 if depth else bool(body)
 
 
 def finish(ctx: FileContext, before: str, module: cst.Module) -> cst.Module:

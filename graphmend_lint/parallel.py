@@ -114,6 +114,7 @@ def _first_pass(item: tuple) -> tuple:
                         lean = None
             else:
                 summ = project.parse_summary(data)
+            del tree  # freed while the collector is off: on, it would first walk the whole tree
     if summ is not None and cache is not None:
         cache.put_json("idx", digest, summ)
     return summ, quiet, lean

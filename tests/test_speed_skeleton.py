@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import textwrap
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -229,18 +230,25 @@ def test_json_edits_lint_the_skeleton_first(monkeypatch):
     assert checked > 20 and fixable > 10 and len(served) > 5
 
 
-def test_edits_per_statement_equal_the_whole_module_way():
-    """engine._Parts (a fix's edits computed on its top-level statement) gives the edits of
-    `finish` on the whole module, fix by fix (fixtures, rule examples, transformers models)."""
+@pytest.mark.parametrize("given", [False, True], ids=["generated", "source"])
+def test_edits_per_part_equal_the_whole_module_way(given, monkeypatch):
+    """engine._Parts (a fix's edits computed on the innermost def below the top level that holds
+    it, else its top-level statement; the module's text generated, or its source) gives the edits
+    of `finish` on the whole module, fix by fix (fixtures, rule examples, transformers models)."""
     sources = [p.read_bytes() for p in [*FIXTURES, *_transformers_models()]]
     sources += [textwrap.dedent(c.code).encode() for r in ALL_RULES for c in r.INVALID]
+    ways: Counter = Counter()
+    for name in ("_def", "_statement"):
+        way = getattr(engine._Parts, name)
+        monkeypatch.setattr(engine._Parts, name, lambda self, f, way=way, name=name: ways.update(
+            [name if (got := way(self, f)) is not None else None]) or got)
     compared = 0
     for source in sources:
         try:
             module = libcst.parse_module(source)
         except libcst.ParserSyntaxError:
             continue
-        ctx = FileContext(module, S)
+        ctx = FileContext(module, S, source=source if given else None)
         findings = engine.lint(ctx)
         engine._attach_edits(ctx, findings)
         before = module.code
@@ -250,7 +258,7 @@ def test_edits_per_statement_equal_the_whole_module_way():
                 want = engine.text_edits(before, engine.finish(FileContext(module, S), before, fixed).code)
                 assert f.edits == want, (f.code, f.line)
                 compared += 1
-    assert compared > 100
+    assert compared > 100 and ways["_def"] > 50 and ways["_statement"] > 20, ways
 
 
 HOLDS = b'''import torch
