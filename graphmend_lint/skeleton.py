@@ -70,7 +70,7 @@ def _names_in(nodes: list, out: set[str]) -> None:
 class _Def:
     """A top-most def; the names it uses are read when it is kept (most defs of a file are not).
     `owner`: the class whose body holds it, if any. `body`: the nodes of its body (gate.py reads them)."""
-    __slots__ = ("node", "_used", "owner", "_body", "_body_used", "_calls")
+    __slots__ = ("node", "_used", "owner", "_body", "_body_used", "_calls", "_head_nodes")
 
     def __init__(self, node: ast.AST, owner: str | None = None) -> None:
         self.node = node
@@ -79,6 +79,7 @@ class _Def:
         self._body: list | None = None
         self._body_used: set[str] | None = None
         self._calls: set[str] | None = None
+        self._head_nodes: list | None = None
 
     @property
     def qualname(self) -> str:
@@ -94,9 +95,11 @@ class _Def:
 
     def _head(self) -> list:
         """The nodes of its decorators, arguments and return annotation."""
-        n = self.node
-        return [x for part in (*n.decorator_list, n.args, n.returns) if part is not None  # type: ignore[attr-defined]
-                for x in _nodes(part)]
+        if self._head_nodes is None:
+            n = self.node
+            self._head_nodes = [x for part in (*n.decorator_list, n.args, n.returns)  # type: ignore[attr-defined]
+                                if part is not None for x in _nodes(part)]
+        return self._head_nodes
 
     @property
     def body_used(self) -> set[str]:
@@ -159,8 +162,13 @@ def _stored_callables(init: ast.AST) -> set[str]:
     """`self.x = self.m` / `self.x = self.a if c else self.b` / `self.x = partial(f, ...)`: m, a, b, f
     (analysis/scope.py's `_attr_ctors`: calling `self.x` in compiled code calls them)."""
     out: set[str] = set()
-    for n in _nodes(init):
-        if not (isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) for t in n.targets)):
+    todo = list(init.body)  # type: ignore[attr-defined]
+    while todo:  # statements only: an assignment is one
+        n = todo.pop()
+        if not isinstance(n, ast.Assign):
+            todo.extend(_children(n))
+            continue
+        if not any(isinstance(t, ast.Attribute) for t in n.targets):
             continue
         v = n.value
         out.update(m[len("=self."):] for m in summary.bound_methods(v))
