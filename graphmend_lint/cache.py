@@ -152,10 +152,10 @@ class _Store:
             if db is None:
                 return None
             try:
-                row = db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
+                rows = db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchall()  # read to the end
             except Exception:
                 return None
-        return None if row is None else row[0]
+        return rows[0][0] if rows else None
 
     def put(self, key: str, value: str) -> None:
         with self.lock:
@@ -182,6 +182,16 @@ class _Store:
                 pass
 
 
+    def close(self) -> None:
+        with self.lock:
+            if self.db is not None:
+                try:
+                    self.db.close()
+                except Exception:  # closed is closed
+                    pass
+                self.db = None
+
+
 _stores: dict[tuple[int, Path], _Store] = {}  # (process, folder): a forked worker opens its own
 
 
@@ -200,6 +210,18 @@ def flush_all() -> None:
     for (pid, _), store in list(_stores.items()):
         if pid == os.getpid():
             store.flush()
+
+
+def close_all() -> None:
+    """Close this process's connections (they open again when next used): SQLite's state must not
+    cross a fork (its locks are the process's), whoever forks (our workers, Fixit's, multiprocessing)."""
+    for (pid, _), store in list(_stores.items()):
+        if pid == os.getpid():
+            store.close()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=close_all)
 
 
 class Cache:

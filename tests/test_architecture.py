@@ -47,6 +47,8 @@ ALLOWED_STATE = {
                                            "next parse; not a memo",
     ("graphmend_lint.cstparse", "_parsing"): "the threads inside a libcst parse (their nodes skip validation): "
                                              "added and removed around each parse; not a memo",
+    ("graphmend_lint.cache", "_stores"): "per process and cache folder: its SQLite connection and the entries "
+                                         "waiting to be written (a connection pool; not a memo)",
 }
 _MUTATORS = {"append", "insert", "extend", "update", "setdefault", "pop", "popitem", "clear", "remove", "add",
              "discard", "__setitem__", "__delitem__", "set", "appendleft"}

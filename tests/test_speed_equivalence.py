@@ -207,6 +207,28 @@ def test_writes_wait_in_memory_until_flushed_then_one_file_holds_them(tmp_path):
     assert (tmp_path / ".gitignore").read_text().endswith("*\n")
 
 
+def _child_writes(c) -> None:
+    c.put_json("idx", "cd" * 32, 2)
+    cache.flush_all()  # a forked worker ends with os._exit: workers.py flushes before it
+
+
+def test_a_fork_takes_no_connection_along(tmp_path):
+    """SQLite's connections and locks must not cross a fork: they are closed before one (and open
+    again when next used); the child opens its own."""
+    import multiprocessing
+
+    c = cache.Cache(tmp_path, settings.Settings())
+    c.put_json("idx", "ab" * 32, 1)
+    c.flush()
+    store = cache._store(c.dir)
+    assert c.get_json("idx", "ab" * 32) == 1 and store.db is not None
+    child = multiprocessing.get_context("fork").Process(target=_child_writes, args=(c,))
+    child.start()
+    child.join()
+    assert child.exitcode == 0 and store.db is None
+    assert c.get_json("idx", "cd" * 32) == 2 and c.get_json("idx", "ab" * 32) == 1
+
+
 def test_a_cleared_or_broken_cache_is_made_again(tmp_path):
     import shutil
 
