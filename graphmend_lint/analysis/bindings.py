@@ -8,13 +8,16 @@ import libcst as cst
 from .. import fastwalk  # read-only walk without libcst's node rebuilding
 
 
+_ATTRIBUTE, _NAME = cst.Attribute, cst.Name  # classes without subclasses
+
+
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` -> "a.b.c" for Name/Attribute chains, else None."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while node.__class__ is _ATTRIBUTE:  # exact classes: libcst's isinstance goes through ABCMeta
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if node.__class__ is _NAME:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None

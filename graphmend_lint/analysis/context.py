@@ -32,9 +32,9 @@ def unreachable(node: cst.CSTNode, parent: Parent, dead: dict | None = None) -> 
     `dead`: block -> ids of its statements after such a statement (filled here, one pass a block)."""
     memo = dead if dead is not None else {}
     for child, up in ancestors(node, parent):
-        if isinstance(up, cst.FunctionDef):
+        if up.__class__ is cst.FunctionDef:
             return False
-        if isinstance(up, cst.IndentedBlock):
+        if up.__class__ is cst.IndentedBlock:
             after = memo.get(up)
             if after is None:
                 after = memo[up] = _after_terminator(up)
@@ -55,7 +55,7 @@ def enclosing_function(node: cst.CSTNode, parent: Parent) -> cst.FunctionDef | N
     """The def whose body holds `node`. A def's decorators, defaults and annotations run where the
     def statement runs (`eps: float = np.finfo(np.float32).eps.item()` once, at import)."""
     for child, up in ancestors(node, parent):
-        if isinstance(up, cst.FunctionDef) and child is up.body:
+        if up.__class__ is cst.FunctionDef and child is up.body:
             return up
     return None
 
@@ -225,7 +225,8 @@ def compile_value(expr: cst.BaseExpression, b: Bindings, names: NameConst | None
     `is_compiling()` (any spelling) is True, `torch.jit.is_scripting()/is_tracing()` False;
     `not`, `and`, `or` as Python evaluates them; a name through `names` (its assignments).
     `strict`: only when no non-constant operand is evaluated (`x.any() and False` is then None)."""
-    if isinstance(expr, cst.Call):
+    t = expr.__class__  # exact classes: libcst's isinstance goes through ABCMeta
+    if t is cst.Call:
         if is_compiling_check(expr, b):
             return True
         q = b.qualify(expr.func)
@@ -235,12 +236,12 @@ def compile_value(expr: cst.BaseExpression, b: Bindings, names: NameConst | None
         if q in NOT_COMPILING or b.never and dotted(expr.func) in b.never:
             return False  # `torchvision._is_tracing()` returns `torch._C._get_tracing_state()`
         return None
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+    if t is cst.UnaryOperation and expr.operator.__class__ is cst.Not:
         v = compile_value(expr.expression, b, names, strict)
         return None if v is None else not v
-    if isinstance(expr, cst.BooleanOperation):
+    if t is cst.BooleanOperation:
         left = compile_value(expr.left, b, names, strict)
-        is_and = isinstance(expr.operator, cst.And)
+        is_and = expr.operator.__class__ is cst.And
         if left is (not is_and):  # short-circuits: `False and ...`, `True or ...`
             return left
         if strict and left is None:
@@ -249,7 +250,7 @@ def compile_value(expr: cst.BaseExpression, b: Bindings, names: NameConst | None
         if right is (not is_and):
             return right
         return left if left is not None and right is not None else None
-    if isinstance(expr, cst.Name) and names is not None:
+    if t is cst.Name and names is not None:
         return names(expr.value)
     return None
 
@@ -294,7 +295,7 @@ def _skipped_by_early_exit(child: cst.CSTNode, block: cst.CSTNode, const) -> boo
     for stmt in block.body:  # type: ignore[attr-defined]
         if stmt is child:
             return False
-        if isinstance(stmt, cst.If):
+        if stmt.__class__ is cst.If:
             v = const(stmt.test)
             if v is True and _exits(stmt.body):
                 return True
@@ -312,18 +313,19 @@ def runs_only_in_eager(node: cst.CSTNode, parent: Parent, b: Bindings,
     if const is None:
         const = lambda e: compile_value(e, b)  # noqa: E731
     for child, up in ancestors(node, parent):
-        if isinstance(up, (cst.FunctionDef, cst.Lambda)):
+        t = up.__class__  # exact classes (none has a subclass): libcst's isinstance goes through ABCMeta
+        if t is cst.FunctionDef or t is cst.Lambda:
             return False
-        if isinstance(up, (cst.If, cst.IfExp, cst.While)):
+        if t is cst.If or t is cst.IfExp or t is cst.While:
             if child is up.body and const(up.test) is False:
                 return True
             if child is up.orelse and const(up.test) is True:
                 return True
-        elif isinstance(up, cst.BooleanOperation) and child is up.right:
+        elif t is cst.BooleanOperation and child is up.right:
             v = const(up.left)
-            if v is (not isinstance(up.operator, cst.And)):
+            if v is (up.operator.__class__ is not cst.And):
                 return True
-        elif isinstance(up, (cst.IndentedBlock, cst.Module)) and _skipped_by_early_exit(child, up, const):
+        elif (t is cst.IndentedBlock or t is cst.Module) and _skipped_by_early_exit(child, up, const):
             return True
     return False
 

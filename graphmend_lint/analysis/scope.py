@@ -247,7 +247,7 @@ class CompiledScope:
     def method(self, cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
         for c in self.class_bases(cls):
             for stmt in c.body.body:
-                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                if stmt.__class__ is cst.FunctionDef and stmt.name.value == name:
                     return stmt
         return None
 

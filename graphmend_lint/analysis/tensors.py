@@ -47,6 +47,8 @@ DATA = Value("data")
 MIXED = Value("mixed")
 NUMPY = Value("static", numpy=True)
 NUMPY_MODULES = ("numpy", "np")
+_LITERALS = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                       cst.FormattedString})  # classes without subclasses
 
 
 def tensor(zero_dim: bool = False, dtype: str | None = None) -> Value:
@@ -508,12 +510,12 @@ class FunctionFacts:
     def value(self, node: cst.BaseExpression, depth: int = 0) -> Value:
         if depth > 25:
             return UNKNOWN
-        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString,
-                             cst.ConcatenatedString, cst.FormattedString)):
+        t = node.__class__  # exact classes (none has a subclass): libcst's isinstance goes through ABCMeta
+        if t in _LITERALS:
             return STATIC
-        if isinstance(node, cst.Name):
+        if t is cst.Name:
             return self._name(node, depth)
-        if isinstance(node, cst.Attribute):
+        if t is cst.Attribute:
             if node.attr.value in T.STATIC_ATTRS or dotted(node) in T.CONFIG_ROOTS:
                 return STATIC
             name = dotted(node)
