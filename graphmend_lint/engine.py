@@ -37,15 +37,52 @@ def selected_rules(s: settings_mod.Settings) -> list[type]:
     return [r for r in rules_pkg.ALL_RULES if s.selects(r.CODE)]
 
 
-def lint(ctx: FileContext) -> list:
-    """The findings, sorted, of the rules `ctx.settings` selects on `ctx.module`."""
+def lint(ctx: FileContext, quiet: dict | None = None) -> list:
+    """The findings, sorted, of the rules `ctx.settings` selects on `ctx.module`. `quiet`: the defs
+    of a skeleton no rule may report in (skeleton.lean): the rules' walk does not enter them (the
+    analysis still reads them)."""
     instances = [r() for r in selected_rules(ctx.settings)]
     if instances:  # same hooks and metadata as MetadataWrapper's, the context handed in
         metadata = {rules_pkg.base.FileContextProvider: {ctx.module: ctx}, ParentNodeProvider: ctx.parents,
                     PositionProvider: ctx.positions}
-        fastwalk.visit_batched(ctx.module, instances, metadata)
+        fastwalk.visit_batched(ctx.module, instances, metadata, _quiet_defs(ctx.module, quiet) if quiet else frozenset())
     findings = [f for r in instances for f in r.findings]
     return sorted(findings, key=lambda f: f.sort_key)
+
+
+def _quiet_defs(module: cst.Module, quiet: dict) -> frozenset:
+    """The top-most defs named in `quiet` (skeleton.lean: name -> how many defs have it), found as
+    skeleton._collect finds them (through compound statements and classes, the innermost class
+    naming a method); a name with another count is left to the walk."""
+    found: dict[str, list] = {}
+    todo = [(module.body, None)]
+    while todo:
+        body, owner = todo.pop()
+        for stmt in body:
+            if isinstance(stmt, cst.FunctionDef):
+                found.setdefault(f"{owner}.{stmt.name.value}" if owner else stmt.name.value, []).append(stmt)
+            elif isinstance(stmt, cst.BaseCompoundStatement):
+                inner = stmt.name.value if isinstance(stmt, cst.ClassDef) else owner
+                todo.extend((block.body, inner) for block in _blocks(stmt))
+    return frozenset(d for name, defs in found.items() if quiet.get(name) == len(defs) for d in defs)
+
+
+def _blocks(stmt: cst.BaseCompoundStatement) -> list:
+    """The indented blocks of a compound statement (elif/else, handlers, finally, match cases)."""
+    out = []
+    parts = [getattr(stmt, "body", None), *getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())]
+    orelse = getattr(stmt, "orelse", None)
+    while orelse is not None:
+        parts.append(orelse.body if not isinstance(orelse, cst.If) else orelse)
+        orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+    if getattr(stmt, "finalbody", None) is not None:
+        parts.append(stmt.finalbody)
+    for part in parts:
+        block = part.body if isinstance(part, (cst.If, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase,
+                                               cst.Finally)) else part
+        if isinstance(block, cst.IndentedBlock):
+            out.append(block)
+    return out
 
 
 def lint_module(module: cst.Module, s: settings_mod.Settings, ext: external.FileFacts | None = None,
@@ -360,16 +397,17 @@ def finish(ctx: FileContext, before: str, module: cst.Module) -> cst.Module:
 
 
 def check(source: bytes, s: settings_mod.Settings, fix: bool = False, ext: external.FileFacts | None = None,
-          whole: bytes | None = None) -> Result:
+          whole: bytes | None = None, quiet: dict | None = None) -> Result:
     """Lint `source`; with `fix`, apply allowed fixes pass after pass, then lint again.
-    `whole`: the whole file when `source` is its skeleton (lint only; see `_Holds`).
+    `whole`: the whole file when `source` is its skeleton (lint only; see `_Holds`); `quiet`: its
+    defs no rule may report in (skeleton.lean; lint only).
 
     Raises libcst.ParserSyntaxError (and decoding errors) for sources that do not parse,
     and SyntaxError when a fix would produce code Python rejects (nothing is returned then).
     """
     s = replace(s, can_add_imports=True)
     ctx = FileContext(cstparse.parse_module(source), s, ext, source)
-    findings = lint(ctx)
+    findings = lint(ctx, None if fix else quiet)
     fixed, codes = 0, Counter()
     if fix:
         original = ctx.code()

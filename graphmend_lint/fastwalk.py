@@ -223,13 +223,15 @@ def _visitor_methods(v: object) -> dict[str, Callable]:
     return {name: getattr(v, name) for name in names}
 
 
-def visit_batched(module: cst.Module, visitors: list, metadata: dict | None = None) -> None:
+def visit_batched(module: cst.Module, visitors: list, metadata: dict | None = None,
+                  skip: frozenset = frozenset()) -> None:
     """`MetadataWrapper(module).visit_batched(visitors)` with cheaper metadata and dispatch.
 
     `metadata`: provider -> its mapping for this module, computed by the caller (the engine hands
     in parents, positions and the file context); the providers it lacks are resolved by libcst.
     Parents default to the fast walk's, positions are computed only when asked for.
     Visitors that use attribute hooks take libcst's traversal (with the same metadata).
+    `skip`: nodes not visited, nor anything below them (defs no rule reports in: skeleton.lean).
     """
     deps = set().union(*(v.get_inherited_dependencies() for v in visitors)) if visitors else set()
     methods: dict[str, list[Callable]] = {}
@@ -250,6 +252,8 @@ def visit_batched(module: cst.Module, visitors: list, metadata: dict | None = No
         given.update(wrapper.resolve_many(missing))
     for v in visitors:
         v.metadata = {k: given[k] for k in v.get_inherited_dependencies()}
+    if skip and any(_ATTR_HOOK.match(n) for n in methods):
+        skip = frozenset()  # libcst's traversal: every node
     if any(_ATTR_HOOK.match(n) for n in methods):
         try:
             module.visit(_BatchedCSTVisitor(methods))
@@ -261,6 +265,8 @@ def visit_batched(module: cst.Module, visitors: list, metadata: dict | None = No
     on_leave_of: dict[type, list[Callable]] = {}
 
     def on_visit(node: cst.CSTNode) -> bool:
+        if skip and node in skip:
+            return False
         fns = on_visit_of.get(node.__class__)
         if fns is None:
             fns = on_visit_of[node.__class__] = methods.get(f"visit_{node.__class__.__name__}", [])
@@ -269,6 +275,8 @@ def visit_batched(module: cst.Module, visitors: list, metadata: dict | None = No
         return True  # like libcst's batched visitor: children are always visited
 
     def on_leave(node: cst.CSTNode) -> None:
+        if skip and node in skip:
+            return
         fns = on_leave_of.get(node.__class__)
         if fns is None:
             fns = on_leave_of[node.__class__] = methods.get(f"leave_{node.__class__.__name__}", [])

@@ -86,7 +86,7 @@ class Early:
     """What a lint run learns of its own files in the index's first pass (one `ast` parse each)."""
     skeletons: bool  # make each file's skeleton there (lint-only runs; skeleton.py)
     quiet: set[Path] = field(default_factory=set)  # valid, and no compiled code of their own
-    lean: dict[Path, tuple] = field(default_factory=dict)  # path -> (bytes, skeleton, cut def names, assumed)
+    lean: dict[Path, tuple] = field(default_factory=dict)  # path -> (bytes, *skeleton.lean(...))
 
 
 def _first_pass(item: tuple) -> tuple:

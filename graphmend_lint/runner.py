@@ -211,7 +211,7 @@ def _fix_error(source: bytes, path: Path, e: SyntaxError) -> str:
 
 def _check(source: bytes, tree: ast.Module | None, s: Settings, fix: bool, ext=None, ready: tuple | None = None):
     """engine.check; lint-only runs parse the skeleton (skeleton.py), or the whole file if it fails.
-    `ready`: (skeleton, cut def names, assumed) made before the project index answered: it is this
+    `ready`: (skeleton, cut def names, assumed, quiet defs) made before the project index answered: it is this
     skeleton unless the index says otherwise (skeleton.stale); `tree` (None then) is parsed only if so.
     A skeleton of NOTHING (no def a rule may report in) is a file without findings, never parsed.
 
@@ -223,30 +223,30 @@ def _check(source: bytes, tree: ast.Module | None, s: Settings, fix: bool, ext=N
 
     from . import engine, skeleton
 
+    quiet: dict = {}  # defs no rule may report in (skeleton.lean), of the skeleton and so of the file
     if not fix and s.skeleton:
         try:
             keep = set(ext.compiled | ext.wrapped) if ext is not None else set()  # "f", "Cls.m"
-            if ready is not None and not skeleton.stale(ready, keep, ext):
-                lean = ready[0]
-            else:
-                lean = skeleton.skeleton(source, tree if tree is not None else _parse(source), s.compiled_scope, keep, ext)
+            if ready is None or skeleton.stale(ready, keep, ext):
+                ready = skeleton.lean(source, tree if tree is not None else _parse(source), s.compiled_scope, keep, ext)
+            lean, quiet = ready[0], ready[3]
         except Exception:  # the skeleton is an optimisation: never a reason to fail
             lean = source
         if lean == skeleton.NOTHING and source:
             return engine.Result([], source, 0)
         if lean != source:
             try:
-                got = engine.check(lean, s, ext=ext, whole=source if s.fix_edits else None)
+                got = engine.check(lean, s, ext=ext, whole=source if s.fix_edits else None, quiet=quiet)
                 return engine.Result(got.findings, source, 0)
             except (cst.ParserSyntaxError, engine.NotOnWhole):
                 pass
-    return engine.check(source, s, fix, ext=ext)
+    return engine.check(source, s, fix, ext=ext, quiet=quiet)
 
 
 def check_file(path: Path, s: Settings, fix: bool = False, diff: bool = False, ext=None,
                lean: tuple | None = None) -> FileOutcome:
     """`ext`: the file's facts from the project index (analysis/external.FileFacts), if any.
-    `lean`: (bytes, skeleton, cut def names, what the gate assumed) from the run's first pass
+    `lean`: (bytes, skeleton, cut def names, what the gate assumed, quiet defs) from the run's first pass
     (parallel.Early): those bytes were validated there, kept by the pre-filter, and skeletonised."""
     try:
         source = files.read_source(path, MAX_BYTES)

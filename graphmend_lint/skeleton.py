@@ -532,8 +532,9 @@ def _has_forward(c: ast.ClassDef) -> bool:
 
 
 def _hot(tree: ast.Module, defs: list[_Def], compiled: set[ast.AST], g, known: frozenset[str] = frozenset(),
-         trust: bool = False) -> set[ast.AST]:
-    """The compiled defs to keep whole: those a rule may report in (gate.py), and, to a fixpoint, the
+         trust: bool = False) -> tuple[set[ast.AST], set[ast.AST]]:
+    """(the compiled defs to keep whole, those of them a rule may report in). Kept: those a rule may
+    report in (gate.py), and, to a fixpoint, the
     compiled defs that reach one (callers: what they hand in, whether it runs compiled, whether they
     call it in a `try`) or that one calls (callees: what they return, whether they are disabled,
     pure, NumPy); the others are cut as if they did not run compiled. A module class's `forward`
@@ -541,10 +542,11 @@ def _hot(tree: ast.Module, defs: list[_Def], compiled: set[ast.AST], g, known: f
     mine = [d for d in defs if d.node in compiled]
     hot = {d.node for d in mine if d.node.name.startswith("_graphmend_")  # type: ignore[attr-defined]
            or g.may_report(d.node, d.body)}  # defer.HELPERS: rules look them up
+    reporting = set(hot)
     if len(hot) == len(mine):
-        return compiled
+        return compiled, reporting
     if not hot:
-        return hot
+        return hot, reporting
     aliases = _aliases(tree, defs)
     modules = _module_classes(tree, g, known, trust)
     reach: set[str] = set()  # the names through which the kept defs may be reached
@@ -569,7 +571,7 @@ def _hot(tree: ast.Module, defs: list[_Def], compiled: set[ast.AST], g, known: f
                 hot.add(d.node)
                 keep(d)
                 changed = True
-    return hot
+    return hot, reporting
 
 
 def skeleton(source: bytes, tree: ast.Module, compiled_scope: str = "reachable", keep: set[str] = frozenset(),
@@ -599,23 +601,38 @@ def _buffer_names(ext) -> frozenset[str]:
 
 
 def lean(source: bytes, tree: ast.Module, compiled_scope: str = "reachable",
-         keep: set[str] = frozenset(), ext=None, trust: bool = False) -> tuple[bytes, frozenset[str], frozenset]:
+         keep: set[str] = frozenset(), ext=None, trust: bool = False) -> tuple[bytes, frozenset[str], frozenset, dict]:
     """(the skeleton, the qualified names of the top-most defs it does not keep as compiled: cut, reduced, or
-    left whole only for what the analysis reads, the attributes the gate read as non-tensors). The
-    skeleton made with the project index's answers is the same unless `stale` says otherwise: so one
-    made before the index answers (the runner's first pass, `keep` empty) serves most files."""
+    left whole only for what the analysis reads, the attributes the gate read as non-tensors, the quiet
+    defs). The skeleton made with the project index's answers is the same unless `stale` says otherwise:
+    so one made before the index answers (the runner's first pass, `keep` empty) serves most files.
+    Quiet: qualified name -> how many top-most defs have it, for the names whose defs are all kept whole
+    only for what the analysis reads in them (callers and callees of those a rule may report in): the
+    rules' walk need not enter them (engine.lint)."""
     if compiled_scope != "reachable" or _whole_file(source, tree):
-        return source, frozenset(), frozenset()
+        return source, frozenset(), frozenset(), {}
     defs, used = _collect(tree)
     installed = summary.forward_sets(source.decode("utf-8", "replace")) if b".forward" in source else set()
     compiled = _compiled_defs(defs, used, set(keep) | _class_holders(source, defs) | installed)
     g = gate.FileGate(tree, _buffer_names(ext), ext.disabled if ext is not None else frozenset(), source)
-    hot = _hot(tree, defs, compiled, g, ext.module_classes if ext is not None else frozenset(), trust and ext is None)
+    hot, reporting = _hot(tree, defs, compiled, g, ext.module_classes if ext is not None else frozenset(),
+                          trust and ext is None)
     cut = frozenset(d.qualname for d in defs if d.node not in compiled)
     if not hot:
-        return NOTHING, cut, frozenset(g.assumed)
+        return NOTHING, cut, frozenset(g.assumed), {}
     known = {d.node: d.nodes for d in defs if d.node in compiled and d.node not in hot}
     ed = _Editor(source, _numpy_aliases(tree) if b"numpy" in source else frozenset(), known,
                  _idle(defs, hot, g.classes), g.imports_in)
     _edit(tree.body, ed, hot, True)
-    return b"\n".join(ed.lines), cut, frozenset(g.assumed)
+    return b"\n".join(ed.lines), cut, frozenset(g.assumed), _quiet(defs, hot, reporting)
+
+
+def _quiet(defs: list[_Def], hot: set[ast.AST], reporting: set[ast.AST]) -> dict[str, int]:
+    """`lean`'s quiet defs: kept whole, and no rule may report in any def of their name."""
+    count: dict[str, int] = {}
+    loud: set[str] = set()
+    for d in defs:
+        count[d.qualname] = count.get(d.qualname, 0) + 1
+        if d.node not in hot or d.node in reporting:
+            loud.add(d.qualname)
+    return {q: n for q, n in count.items() if q not in loud}

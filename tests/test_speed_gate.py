@@ -126,7 +126,7 @@ def test_a_skeleton_made_before_the_index_is_made_again_when_it_assumed_wrong():
              b"    def __init__(self):\n        super().__init__()\n        self.scale = 2.0\n\n" \
              b"    def forward(self, x):\n        if self.scale > 1:\n            x = x * 2\n        return x\n"
     tree = ast.parse(source)
-    lean, cut, assumed = skeleton.lean(source, tree)
+    lean, cut, assumed, _ = skeleton.lean(source, tree)
     assert lean == skeleton.NOTHING and ("buffer", "scale") in assumed
     ext = external.FileFacts(buffers=frozenset({"M\tscale"}))
     assert skeleton.stale((lean, cut, assumed), set(), ext)

@@ -207,8 +207,8 @@ def test_json_edits_lint_the_skeleton_first(monkeypatch):
     served: list = []  # files whose edits came from the skeleton
     check = engine.check
 
-    def counting(source, s, fix=False, ext=None, whole=None):
-        result = check(source, s, fix, ext, whole)
+    def counting(source, s, fix=False, ext=None, whole=None, quiet=None):
+        result = check(source, s, fix, ext, whole, quiet)
         if whole is not None and any(f.edits for f in result.findings):
             served.append(source)
         return result
@@ -318,7 +318,7 @@ def test_a_skeleton_made_before_the_index_answers_is_the_one_made_after():
             tree = runner.validate(source)
         except (SyntaxError, runner.BadInput):
             continue
-        lean, cut, _ = skeleton.lean(source, tree)
+        lean, cut, _, _ = skeleton.lean(source, tree)
         assert lean == skeleton.skeleton(source, tree)
         names = sorted(_def_names(tree))
         for keep in ({n for n in names if n not in cut}, set(names[::3]) - cut):
@@ -374,10 +374,10 @@ def test_a_first_pass_skeleton_serves_only_the_bytes_it_was_made_from(tmp_path):
     s = settings.Settings()
     nothing = b"x = 1\n" + b"\n" * (source.count(b"\n") - 1)  # a stand-in skeleton with no finding
     assert runner.check_source(path, source, s, write=False).findings
-    assert not runner.check_source(path, source, s, write=False, lean=(source, nothing, frozenset(), frozenset())).findings
-    stale = (source + b"# edited\n", nothing, frozenset(), frozenset())
+    assert not runner.check_source(path, source, s, write=False, lean=(source, nothing, frozenset(), frozenset(), {})).findings
+    stale = (source + b"# edited\n", nothing, frozenset(), frozenset(), {})
     assert runner.check_source(path, source, s, write=False, lean=stale).findings
-    fixing = runner.check_source(path, source, s, fix=True, write=False, lean=(source, nothing, frozenset(), frozenset()))
+    fixing = runner.check_source(path, source, s, fix=True, write=False, lean=(source, nothing, frozenset(), frozenset(), {}))
     assert fixing.fixed  # a fix run never uses it
 
 
@@ -497,3 +497,49 @@ class M(torch.nn.Module):
         print(x)
         return helper(x)
 """
+
+
+QUIET = b'''import torch
+from torch import nn
+
+
+def unused(x):
+    """Never compiled: cut from the skeleton."""
+    return x
+
+
+if True:
+    def helper(x):
+        return x * 2
+
+
+class M(nn.Module):
+    def scale(self, x):
+        return helper(x) + 1
+
+    def forward(self, x):
+        y = self.scale(x)
+        print(y.shape)
+        if y.sum() > 0:
+            y = y + 1
+        return y
+'''
+
+
+def test_quiet_defs_are_kept_for_the_analysis_and_not_walked_by_the_rules(monkeypatch):
+    """skeleton.lean names the defs it keeps whole only for what the analysis reads in them (a
+    callee of a def a rule may report in): the rules' walk does not enter them, the findings stay."""
+    tree = runner.validate(QUIET)
+    lean, cut, assumed, quiet = skeleton.lean(QUIET, tree)
+    assert quiet == {"helper": 1, "M.scale": 1} and b"return helper(x) + 1" in lean and lean != QUIET
+    module = libcst.parse_module(lean)
+    names = {d.name.value for d in engine._quiet_defs(module, quiet)}
+    assert names == {"helper", "scale"}
+    assert not engine._quiet_defs(module, {"helper": 2})  # another count: left to the walk
+    walked: list = []
+    visit = engine.fastwalk.visit_batched
+    monkeypatch.setattr(engine.fastwalk, "visit_batched",
+                        lambda m, v, md=None, skip=frozenset(): walked.append(skip) or visit(m, v, md, skip))
+    got = runner._check(QUIET, tree, S, False, None, (lean, cut, assumed, quiet)).findings
+    assert [{d.name.value for d in skip} for skip in walked] == [{"helper", "scale"}]
+    assert _key(got) == _key(engine.check(QUIET, S).findings) and {f.code for f in got} == {"GM101", "GM201"}
