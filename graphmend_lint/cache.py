@@ -170,8 +170,7 @@ class _Store:
             if not rows or self._open() is None:
                 return
             if not self.path.exists():  # the folder was cleared meanwhile: a new file
-                self.db.close()
-                self.db = None
+                self._drop()
                 if self._open() is None:
                     return
             try:
@@ -181,15 +180,17 @@ class _Store:
             except Exception:  # another run held it too long, a full disk: these entries are lost
                 pass
 
-
     def close(self) -> None:
         with self.lock:
-            if self.db is not None:
-                try:
-                    self.db.close()
-                except Exception:  # closed is closed
-                    pass
-                self.db = None
+            self._drop()
+
+    def _drop(self) -> None:
+        if self.db is not None:
+            try:
+                self.db.close()
+            except Exception:  # closed is closed
+                pass
+            self.db = None
 
 
 _stores: dict[tuple[int, Path], _Store] = {}  # (process, folder): a forked worker opens its own
@@ -205,19 +206,22 @@ def _store(folder: Path) -> _Store:
     return got
 
 
+def _mine() -> list[_Store]:
+    """This process's stores (a forked worker holds its parent's too, never used)."""
+    return [store for (pid, _), store in list(_stores.items()) if pid == os.getpid()]
+
+
 def flush_all() -> None:
     """Write what this process's caches hold in memory."""
-    for (pid, _), store in list(_stores.items()):
-        if pid == os.getpid():
-            store.flush()
+    for store in _mine():
+        store.flush()
 
 
 def close_all() -> None:
     """Close this process's connections (they open again when next used): SQLite's state must not
     cross a fork (its locks are the process's), whoever forks (our workers, Fixit's, multiprocessing)."""
-    for (pid, _), store in list(_stores.items()):
-        if pid == os.getpid():
-            store.close()
+    for store in _mine():
+        store.close()
 
 
 if hasattr(os, "register_at_fork"):

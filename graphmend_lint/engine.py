@@ -6,7 +6,7 @@ rules as the metadata of its Module node; the fixes' passes read the module code
 from __future__ import annotations
 
 import warnings
-from collections import Counter
+from collections import ChainMap, Counter
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
@@ -294,7 +294,7 @@ class _Parts:
         if placed is None:
             return None
         a, first = placed
-        return small, header, a, a + len(part), first, len(blocks), _Above(above, parents)
+        return small, header, a, a + len(part), first, len(blocks), ChainMap(above, parents)  # the new nodes' parents first
 
     def _place(self, node: cst.CSTNode, text: str) -> tuple[int, int] | None:
         """(offset, lines above) of `node`'s code `text` in the module's text, or None where that is
@@ -351,17 +351,6 @@ class _Parts:
                 return None
         after = whole(layout.wrap(merged, touched, ctx.settings.line_length, code))
         return None if after is None else text_edits(self.before, after)
-
-
-class _Above:
-    """A parent map: `above` for the nodes of a def's module (`_Parts._def`), else the file's."""
-
-    def __init__(self, above: dict, parents: dict) -> None:
-        self.above, self.parents = above, parents
-
-    def get(self, node, default=None):
-        got = self.above.get(node)
-        return got if got is not None else self.parents.get(node, default)
 
 
 def _text(ctx: FileContext) -> str:

@@ -252,9 +252,7 @@ def visit_batched(module: cst.Module, visitors: list, metadata: dict | None = No
         given.update(wrapper.resolve_many(missing))
     for v in visitors:
         v.metadata = {k: given[k] for k in v.get_inherited_dependencies()}
-    if skip and any(_ATTR_HOOK.match(n) for n in methods):
-        skip = frozenset()  # libcst's traversal: every node
-    if any(_ATTR_HOOK.match(n) for n in methods):
+    if any(_ATTR_HOOK.match(n) for n in methods):  # libcst's traversal: every node (`skip` unused)
         try:
             module.visit(_BatchedCSTVisitor(methods))
         finally:

@@ -146,6 +146,15 @@ def _children(stmt: ast.AST):
                 yield s
 
 
+def _statements(block: list):
+    """Every statement of `block` and of the blocks below it (not the expressions: most of the nodes)."""
+    todo = list(block)
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(_children(n))
+
+
 def _collect(tree: ast.Module) -> tuple[list[_Def], set[str]]:
     """Top-most defs (not inside another def), and the names used by all other code (and the
     functions an `__init__` stores for later calls: `self.fn = self.forward_once`, `functools.partial(f)`)."""
@@ -162,13 +171,8 @@ def _stored_callables(init: ast.AST) -> set[str]:
     """`self.x = self.m` / `self.x = self.a if c else self.b` / `self.x = partial(f, ...)`: m, a, b, f
     (analysis/scope.py's `_attr_ctors`: calling `self.x` in compiled code calls them)."""
     out: set[str] = set()
-    todo = list(init.body)  # type: ignore[attr-defined]
-    while todo:  # statements only: an assignment is one
-        n = todo.pop()
-        if not isinstance(n, ast.Assign):
-            todo.extend(_children(n))
-            continue
-        if not any(isinstance(t, ast.Attribute) for t in n.targets):
+    for n in _statements(init.body):  # type: ignore[attr-defined]  # an assignment is one
+        if not (isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) for t in n.targets)):
             continue
         v = n.value
         out.update(m[len("=self."):] for m in summary.bound_methods(v))
@@ -282,18 +286,11 @@ def _idle(defs: list[_Def], hot: set[ast.AST], classes: list[ast.ClassDef]) -> s
 
 def _builds(cls: ast.ClassDef, names: set[str]) -> bool:
     """A store in `cls` (`self.x = ...`) calls one of `names` (scope._built_by_modules)."""
-    todo = list(cls.body)
-    while todo:  # statements only: a store is one
-        n = todo.pop()
-        if isinstance(n, (ast.Assign, ast.AnnAssign)):
-            if n.value is not None and any(isinstance(t, ast.Attribute) for t in (
-                    n.targets if isinstance(n, ast.Assign) else [n.target])) and any(
-                    isinstance(c, ast.Call) and (summary.dotted(c.func) or "").rsplit(".", 1)[-1] in names
-                    for c in _nodes(n.value)):
-                return True
-            continue
-        todo.extend(_children(n))
-    return False
+    return any(isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None  # a store is a statement
+               and any(isinstance(t, ast.Attribute) for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+               and any(isinstance(c, ast.Call) and (summary.dotted(c.func) or "").rsplit(".", 1)[-1] in names
+                       for c in _nodes(n.value))
+               for n in _statements(cls.body))
 
 
 class _Editor:
@@ -344,10 +341,7 @@ def _string_assign(stmt: ast.stmt) -> bool:
 def _numpy_aliases(tree: ast.Module) -> frozenset[str]:
     """Names the module's imports bind to `numpy` or its members (`np`, `from numpy import array`)."""
     out: set[str] = set()
-    todo = [tree]
-    while todo:  # statements only: imports are statements, and expressions are most of the nodes
-        n = todo.pop()
-        todo.extend(_children(n))
+    for n in _statements(tree.body):  # imports are statements
         if isinstance(n, ast.Import):
             out.update(a.asname or a.name.split(".")[0] for a in n.names if a.name.split(".")[0] == "numpy")
         elif isinstance(n, ast.ImportFrom) and n.level == 0 and (n.module or "").split(".")[0] == "numpy":
