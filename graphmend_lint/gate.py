@@ -26,29 +26,21 @@ from .analysis.summary import dotted
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert)
 _YIELDS = (ast.Yield, ast.YieldFrom)
-# Calls named by a rule, copied from the rules (tests/test_speed_gate.py checks the copies):
+# Calls named by a rule (analysis/tables.py, shared with the rules; tests/test_speed_gate.py checks them):
 LOGGER_METHODS = T.LOGGER_METHODS
 # any receiver: GM202's loggers, GM901-903's `.item()`/`.tolist()`/`.numpy()`, GM909, GM905, GM916, the
 # names GM301-303 read as tensor checks, GM203's `warnings.warn` under another name
-_METHODS = {*T.DATA_METHODS, "data_ptr", "requires_grad_", "warn", "warn_explicit", "nonzero", "argwhere",
-            "masked_select", "unique", "unique_consecutive", "bincount"} | LOGGER_METHODS
-_DYNAMIC = {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount"}  # imported bare
-_CASTS = {"to", "half", "float", "double", "bfloat16", "type"}  # GM914
-_NOT_LAYERS = {"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"}
-_SIZES = {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "narrow"}  # GM906
-_SIZE_FUNCS = {"torch.zeros", "torch.ones", "torch.empty", "torch.nn.functional.one_hot"}
+_METHODS = {*T.DATA_METHODS, "data_ptr", "requires_grad_", "warn", "warn_explicit", *T.DYNAMIC_FUNCS} | LOGGER_METHODS
+_DYNAMIC = T.DYNAMIC_FUNCS  # GM905, imported bare
+_CASTS, _NOT_LAYERS = T.MODULE_CASTS, T.NOT_LAYERS  # GM914
+_SIZES, _SIZE_FUNCS = set(T.SIZE_METHODS), set(T.SIZE_FUNCS)  # GM906
 # qualified names: GM303, GM921, GM922, GM911, and torch.equal/allclose/is_nonzero (GM301-303)
-_NAMED = {"torch._assert", "torch._check_tensor_all", "torch.autograd.grad", "copy.deepcopy",
-          "torch.get_rng_state", "torch.set_rng_state", "torch.random.get_rng_state", "torch.random.set_rng_state",
-          "torch.manual_seed", "torch.random.manual_seed", "torch.initial_seed", "torch.random.initial_seed",
-          "torch.Generator", *T.DATA_FUNCS, *(f"torch.{n}" for n in _DYNAMIC)}
+_NAMED = {"torch._assert", "torch._check_tensor_all", "copy.deepcopy", *T.GRAD_FUNCS, *T.RNG_STATE,
+          *T.DATA_FUNCS, *(f"torch.{n}" for n in _DYNAMIC)}
 _MODULES = {"logging", "warnings", "time", "random", "numpy"}  # GM202, GM203, GM908, GM910, GM917, GM918
 _PARAMETERS = {q.rsplit(".", 1)[-1] for q in (*T.PARAMETER, *T.PARAMETER_LAYERS)} | {"from_pretrained"}  # GM923
-_CONTEXTS = {"torch.backends.cudnn.flags", "torch.backends.mkldnn.flags",  # GM913, GM920
-             "torch.random.fork_rng", "torch.backends.cuda.sdp_kernel", "torch.autograd.detect_anomaly",
-             "torch.autograd.set_detect_anomaly", "torch.autograd.graph.saved_tensors_hooks",
-             "torch.autograd.graph.save_on_cpu", "torch.utils.checkpoint.set_checkpoint_early_stop"}
-_RNNS = {"LSTM", "GRU", "RNN"}  # GM919
+_CONTEXTS = {*T.BACKEND_FLAGS, *T.UNTRACEABLE_CONTEXTS}  # GM913, GM920
+_RNNS = {q.rsplit(".", 1)[-1] for q in T.RNNS}  # GM919
 _NEW_OBJECTS = {q.rsplit(".", 1)[-1] for q in T.NEW_OBJECT_FUNCS}  # `self.x = torch.zeros(n)`: a tensor
 _LOGGER_FACTORIES = {*T.LOGGER_FACTORIES, "Logger"}
 BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")  # a statement's blocks

@@ -269,3 +269,12 @@ def test_no_long_function_in_analysis():
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 80:
                 long.append(f"{path.name}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)")
     assert long == []
+
+
+def test_each_shared_table_is_bound_once():
+    """analysis/tables.py is read by the rules, the analysis and gate.py: a name bound twice there
+    silently replaces a table some module relies on."""
+    tree = ast.parse((PACKAGE / "analysis" / "tables.py").read_text(encoding="utf-8"))
+    names = [t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+             for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

@@ -243,3 +243,49 @@ PARAMETER_LAYERS = {
 PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Embedding.from_pretrained",
              "torch.nn.EmbeddingBag.from_pretrained"}
 
+
+# Names the rules below report, read by gate.py too (it may not import the rules: they import libcst).
+# GM905:
+DYNAMIC_FUNCS = {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount"}
+# GM906:
+# Calls whose positional arguments (after `skip`) are Python ints (sizes, offsets): method -> skip.
+SIZE_METHODS = {"view": 0, "reshape": 0, "expand": 0, "repeat": 0, "new_zeros": 0, "new_ones": 0, "new_empty": 0,
+                "narrow": 1}
+SIZE_FUNCS = {"torch.zeros": 0, "torch.ones": 0, "torch.empty": 0, "torch.nn.functional.one_hot": 1}
+# GM913:
+# Measured on torch 2.13 (CPU): both break; sdpa_kernel and record_function are traced.
+BACKEND_FLAGS = {"torch.backends.cudnn.flags", "torch.backends.mkldnn.flags"}
+# GM914:
+MODULE_CASTS = {"to", "half", "float", "double", "bfloat16", "type"}  # `self.layer.<cast>()`
+NOT_LAYERS = {"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"}  # tensors: `.to()` is traced
+# GM919:
+RNNS = {f"torch.nn.{n}" for n in ("LSTM", "GRU", "RNN")} | {f"torch.nn.modules.rnn.{n}" for n in ("LSTM", "GRU", "RNN")}
+# GM920:
+# Measured on torch 2.13 (CPU, `with` around one op in a compiled function): each breaks the graph.
+# Traced there, not reported: no_grad, enable_grad, set_grad_enabled, inference_mode, autocast,
+# record_function, forward_ad.dual_level, warnings.catch_warnings, contextlib.suppress, sdpa_kernel.
+UNTRACEABLE_CONTEXTS = {
+    "torch.random.fork_rng": "GB0208 \"torch.* op returned non-Tensor\"",
+    "torch.backends.cuda.sdp_kernel": "GB0208 \"torch.* op returned non-Tensor\"",
+    "torch.autograd.detect_anomaly": "\"Attempted to inline function marked as skipped\"",
+    "torch.autograd.set_detect_anomaly": "\"Attempted to inline function marked as skipped\"",
+    "torch.autograd.graph.saved_tensors_hooks": "\"Attempted to inline function marked as skipped\"",
+    "torch.autograd.graph.save_on_cpu": "\"Attempted to inline function marked as skipped\"",
+    "torch.utils.checkpoint.set_checkpoint_early_stop": "\"Attempted to call function marked as skipped\"",
+}
+# GM921:
+# Measured on torch 2.13 (CPU, one call beside one op in a compiled function): each breaks the graph.
+# Traced there, not reported: torch.seed(). Not measured (no GPU): the torch.cuda.* RNG state calls.
+RNG_STATE = {
+    "torch.get_rng_state": "\"Attempted to call function marked as skipped\"",
+    "torch.set_rng_state": "\"Attempted to call function marked as skipped\"",
+    "torch.random.get_rng_state": "\"Attempted to call function marked as skipped\"",
+    "torch.random.set_rng_state": "\"Attempted to call function marked as skipped\"",
+    "torch.manual_seed": "\"Attempted to call function marked as skipped\"",
+    "torch.random.manual_seed": "\"Attempted to call function marked as skipped\"",
+    "torch.initial_seed": "GB0208 \"torch.* op returned non-Tensor\"",
+    "torch.random.initial_seed": "GB0208 \"torch.* op returned non-Tensor\"",
+    "torch.Generator": "\"An opaque object was created in the middle of the program\"",
+}
+# GM922:
+GRAD_FUNCS = {"torch.autograd.grad"}

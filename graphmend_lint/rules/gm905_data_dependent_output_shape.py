@@ -5,9 +5,10 @@ from fixit import Invalid, Valid
 
 from ..analysis import context
 from ..analysis import explain as X
+from ..analysis import tables as T
 from . import base
 
-DYNAMIC_FUNCS = {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount"}
+DYNAMIC_FUNCS = T.DYNAMIC_FUNCS
 
 
 class DataDependentOutputShapeRule(base.GraphMendRule):

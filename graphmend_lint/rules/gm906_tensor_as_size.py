@@ -4,12 +4,11 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import explain as X
+from ..analysis import tables as T
 from . import base
 
-# Calls whose positional arguments (after `skip`) are Python ints (sizes, offsets): method -> skip.
-SIZE_METHODS = {"view": 0, "reshape": 0, "expand": 0, "repeat": 0, "new_zeros": 0, "new_ones": 0, "new_empty": 0,
-                "narrow": 1}
-SIZE_FUNCS = {"torch.zeros": 0, "torch.ones": 0, "torch.empty": 0, "torch.nn.functional.one_hot": 1}
+SIZE_METHODS = T.SIZE_METHODS  # method -> the arguments before its sizes
+SIZE_FUNCS = T.SIZE_FUNCS
 SIZE_KEYWORDS = {"torch.nn.functional.one_hot": "num_classes"}  # a size passed by keyword
 
 

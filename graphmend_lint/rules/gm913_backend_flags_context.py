@@ -4,10 +4,10 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import explain as X
+from ..analysis import tables as T
 from . import base
 
-# Measured on torch 2.13 (CPU): both break; sdpa_kernel and record_function are traced.
-FLAGS = {"torch.backends.cudnn.flags", "torch.backends.mkldnn.flags"}
+FLAGS = T.BACKEND_FLAGS
 
 
 class BackendFlagsContextRule(base.GraphMendRule):

@@ -4,10 +4,11 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import explain as X
+from ..analysis import tables as T
 from . import base
 
-CASTS = {"to", "half", "float", "double", "bfloat16", "type"}
-NOT_LAYERS = {"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"}  # tensors: `.to()` is traced
+CASTS = T.MODULE_CASTS
+NOT_LAYERS = T.NOT_LAYERS
 
 
 class ModuleCastInForwardRule(base.GraphMendRule):

@@ -7,9 +7,10 @@ from fixit import Invalid, Valid
 
 from .. import fastwalk
 from ..analysis import explain as X
+from ..analysis import tables as T
 from . import base
 
-RNNS = {f"torch.nn.{n}" for n in ("LSTM", "GRU", "RNN")} | {f"torch.nn.modules.rnn.{n}" for n in ("LSTM", "GRU", "RNN")}
+RNNS = T.RNNS
 
 
 class RnnModuleInCompiledCodeRule(base.GraphMendRule):

@@ -4,20 +4,10 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import explain as X
+from ..analysis import tables as T
 from . import base
 
-# Measured on torch 2.13 (CPU, `with` around one op in a compiled function): each breaks the graph.
-# Traced there, not reported: no_grad, enable_grad, set_grad_enabled, inference_mode, autocast,
-# record_function, forward_ad.dual_level, warnings.catch_warnings, contextlib.suppress, sdpa_kernel.
-UNTRACEABLE = {
-    "torch.random.fork_rng": "GB0208 \"torch.* op returned non-Tensor\"",
-    "torch.backends.cuda.sdp_kernel": "GB0208 \"torch.* op returned non-Tensor\"",
-    "torch.autograd.detect_anomaly": "\"Attempted to inline function marked as skipped\"",
-    "torch.autograd.set_detect_anomaly": "\"Attempted to inline function marked as skipped\"",
-    "torch.autograd.graph.saved_tensors_hooks": "\"Attempted to inline function marked as skipped\"",
-    "torch.autograd.graph.save_on_cpu": "\"Attempted to inline function marked as skipped\"",
-    "torch.utils.checkpoint.set_checkpoint_early_stop": "\"Attempted to call function marked as skipped\"",
-}
+UNTRACEABLE = T.UNTRACEABLE_CONTEXTS
 
 
 class UntraceableContextManagerRule(base.GraphMendRule):

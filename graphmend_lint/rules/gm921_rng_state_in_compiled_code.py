@@ -4,21 +4,10 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import explain as X
+from ..analysis import tables as T
 from . import base
 
-# Measured on torch 2.13 (CPU, one call beside one op in a compiled function): each breaks the graph.
-# Traced there, not reported: torch.seed(). Not measured (no GPU): the torch.cuda.* RNG state calls.
-RNG_STATE = {
-    "torch.get_rng_state": "\"Attempted to call function marked as skipped\"",
-    "torch.set_rng_state": "\"Attempted to call function marked as skipped\"",
-    "torch.random.get_rng_state": "\"Attempted to call function marked as skipped\"",
-    "torch.random.set_rng_state": "\"Attempted to call function marked as skipped\"",
-    "torch.manual_seed": "\"Attempted to call function marked as skipped\"",
-    "torch.random.manual_seed": "\"Attempted to call function marked as skipped\"",
-    "torch.initial_seed": "GB0208 \"torch.* op returned non-Tensor\"",
-    "torch.random.initial_seed": "GB0208 \"torch.* op returned non-Tensor\"",
-    "torch.Generator": "\"An opaque object was created in the middle of the program\"",
-}
+RNG_STATE = T.RNG_STATE
 
 
 _LAST_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in RNG_STATE)

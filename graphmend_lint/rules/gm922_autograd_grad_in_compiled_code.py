@@ -4,9 +4,10 @@ import libcst as cst
 from fixit import Invalid, Valid
 
 from ..analysis import explain as X
+from ..analysis import tables as T
 from . import base
 
-GRAD = {"torch.autograd.grad"}
+GRAD = T.GRAD_FUNCS
 
 
 class AutogradGradInCompiledCodeRule(base.GraphMendRule):
